@@ -1,0 +1,1 @@
+"""Real Apache Kafka brokers and helpers for the tests, the demo and the benchmarks."""

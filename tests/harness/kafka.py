@@ -1,0 +1,180 @@
+"""Start and stop real Apache Kafka brokers (KRaft, combined broker+controller) on loopback.
+
+The jars come from `make jars` (Maven Central, cached under .cache/jars/kafka). Each broker
+gets ephemeral ports and a data directory of its own, and is stopped by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+KAFKA_JARS = Path(os.environ.get("MIRRORD_KAFKA_JARS", ROOT / ".cache" / "jars" / "kafka"))
+
+LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def classpath() -> str:
+    if not (KAFKA_JARS / "kafka-server-common-4.2.0.jar").exists() and not any(KAFKA_JARS.glob("kafka_2.13-*.jar")):
+        raise RuntimeError(f"Kafka jars missing in {KAFKA_JARS}: run `make jars`")
+    return str(KAFKA_JARS / "*")
+
+
+def java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+def run_class(main: str, *args: str, timeout: float = 120, heap: str = "256m") -> subprocess.CompletedProcess:
+    """Run one of Kafka's command-line classes (kafka-topics, kafka-consumer-groups, ...)."""
+    return subprocess.run(
+        [java(), f"-Xmx{heap}", "-cp", classpath(), main, *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+@dataclass
+class KafkaBroker:
+    """One single-node KRaft cluster. `start()` returns once it answers metadata requests."""
+
+    name: str
+    workdir: Path
+    port: int = 0
+    controller_port: int = 0
+    heap: str = "512m"
+    extra: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "server.log"
+
+    def _write_config(self) -> Path:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        self.controller_port = self.controller_port or free_port()
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.workdir / "data"),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "4",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "log.flush.interval.messages": "9223372036854775807",
+            **self.extra,
+        }
+        path = self.workdir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (self.workdir / "log4j2.properties").write_text(LOG4J2.format(log=self.log_file))
+        return path
+
+    def start(self, timeout: float = 90) -> KafkaBroker:
+        self.launch()
+        self.wait_ready(timeout)
+        return self
+
+    def launch(self) -> None:
+        config = self._write_config()
+        data = self.workdir / "data"
+        if not (data / "meta.properties").exists():
+            fmt = run_class("kafka.tools.StorageTool", "format", "-t", uuid.uuid4().hex[:22],
+                            "-c", str(config), "--ignore-formatted")
+            if fmt.returncode != 0:
+                raise RuntimeError(f"kafka storage format failed for {self.name}: {fmt.stderr or fmt.stdout}")
+        env = dict(os.environ, KAFKA_HEAP_OPTS="")
+        self.process = subprocess.Popen(
+            [java(), f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+             "-cp", classpath(), "kafka.Kafka", str(config)],
+            stdout=open(self.workdir / "stdout.log", "ab"), stderr=subprocess.STDOUT,
+            env=env, start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        admin = None
+        while time.monotonic() < deadline:
+            if self.process and self.process.poll() is not None:
+                raise RuntimeError(f"broker {self.name} exited with {self.process.returncode}; see {self.log_file}")
+            try:
+                if admin is None:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    admin = AdminClient({"bootstrap.servers": self.bootstrap})
+                md = admin.list_topics(timeout=2)
+                if md.brokers:
+                    return
+            except (OSError, Exception):  # noqa: BLE001 - not up yet; retried until the deadline
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"broker {self.name} not ready after {timeout}s; see {self.log_file}")
+
+    def stop(self, kill: bool = False) -> None:
+        if not self.process or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def destroy(self) -> None:
+        self.stop(kill=True)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start_pair(workdir: Path) -> tuple[KafkaBroker, KafkaBroker]:
+    """A source and a target cluster, started side by side."""
+    source = KafkaBroker("source", workdir / "source")
+    target = KafkaBroker("target", workdir / "target")
+    source.launch()
+    target.launch()
+    source.wait_ready()
+    target.wait_ready()
+    return source, target
