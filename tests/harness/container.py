@@ -47,7 +47,10 @@ T = TypeVar("T")
 
 SUITE = "bookworm"
 MIRROR = os.environ.get("MIRRORD_TEST_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-DEFAULT_INCLUDE: tuple[str, ...] = ("systemd", "systemd-sysv", "dbus", "python3")
+# procps: /bin/kill, which the units' ExecReload= uses.
+DEFAULT_INCLUDE: tuple[str, ...] = ("systemd", "systemd-sysv", "dbus", "python3", "procps")
+# Bump when _prune() changes what a cached root holds, so old caches are not reused.
+ROOTFS_REVISION = 2
 CACHE_DIR = Path(os.environ.get("MIRRORD_TEST_CACHE", "/var/cache/mirrord-test"))
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/systemd"), Path("/sys/fs/cgroup/unified"))
 CONTAINER_ENV = {
@@ -71,7 +74,7 @@ def _require(*tools: str) -> None:
 
 def rootfs_key(include: Sequence[str] = DEFAULT_INCLUDE, suite: str = SUITE) -> str:
     """Cache key of a root: what debootstrap was asked for, nothing else."""
-    spec = f"{suite} minbase {','.join(sorted(include))}"
+    spec = f"{suite} minbase {','.join(sorted(include))} r{ROOTFS_REVISION}"
     return hashlib.sha256(spec.encode()).hexdigest()[:12]
 
 
@@ -102,6 +105,7 @@ def ensure_rootfs(include: Sequence[str] = DEFAULT_INCLUDE, suite: str = SUITE,
             if proc.returncode != 0:
                 raise ContainerError(f"debootstrap failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr}")
             _prune(build)
+            build.chmod(0o755)  # mkdtemp made it 0700: the root of the container must be traversable
             (build / ".complete").write_text(f"{suite} {' '.join(include)}\n")
             if target.exists():
                 shutil.rmtree(target)
@@ -119,6 +123,9 @@ def _prune(root: Path) -> None:
             if p.is_file():
                 p.unlink()
     (root / "etc/hostname").write_text("mirrord-test\n")
+    # The JVM (Spark, Kafka clients) resolves the local host name at start and fails if it cannot.
+    (root / "etc/hosts").write_text("127.0.0.1\tlocalhost\n127.0.1.1\tmirrord-test\n"
+                                    "::1\tlocalhost ip6-localhost ip6-loopback\n")
     (root / "etc/machine-id").write_text("")
     # Units that only slow a container's boot or fail without hardware.
     wants = root / "etc/systemd/system"
