@@ -1,0 +1,24 @@
+# .deb and .rpm of mirrord, built from the work tree (packaging/build.sh); included by the top Makefile.
+
+SYSTEM_DEPS += python3.11 python3-venv dpkg-dev lintian rpm
+PKG_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' mirrord/__init__.py)
+
+.PHONY: deb rpm packages lintian packaging-test
+
+# dist/mirrord_<version>_amd64.deb; PKG_VERSION=... overrides the version (upgrade tests).
+deb: jars system-deps
+	PKG_VERSION=$(PKG_VERSION) packaging/build.sh deb
+
+# dist/mirrord-<version>-1.x86_64.rpm, the same tree as the .deb.
+rpm: jars system-deps
+	PKG_VERSION=$(PKG_VERSION) packaging/build.sh rpm
+
+packages: deb rpm
+
+# Lintian on the built .deb: errors fail; accepted tags are overridden in packaging/deb/lintian-overrides.
+lintian: deb
+	lintian --fail-on error dist/mirrord_$(PKG_VERSION)_amd64.deb
+
+# The packaging tests alone (build, install into a booted Debian container, upgrade, rpm, molecule).
+packaging-test: setup system-deps
+	$(PY) -m pytest -q tests/packaging $(PYTEST_ARGS)
