@@ -228,11 +228,18 @@ class Container:
         """One property of a unit, e.g. ``show("mirrord", "NRestarts")`` → ``"0"``."""
         return self.run("systemctl", "show", unit, "-p", prop, "--value").stdout.strip()
 
-    def journal(self, unit: str, since_cursor: str | None = None) -> str:
+    def journal(self, unit: str, after: str | None = None) -> str:
+        """The unit's journal, or only what was logged after the cursor `after` (see `journal_cursor`)."""
         args = ["journalctl", "--no-pager", "-o", "short-precise", "-u", unit]
-        if since_cursor:
-            args += ["--after-cursor", since_cursor]
+        if after:
+            args += ["--after-cursor", after]
         return self.run(*args, check=False).stdout
+
+    def journal_cursor(self) -> str:
+        """A mark in the journal: `journal(unit, after=mark)` shows only what came later."""
+        self.run("journalctl", "--flush", check=False)
+        out = self.run("journalctl", "-n", "1", "--show-cursor", "-q", "--no-pager").stdout
+        return out.rsplit("-- cursor: ", 1)[1].strip()
 
     def write_file(self, path: str, text: str, mode: int = 0o644) -> None:
         """Write a file inside the container (through nsenter, so it lands in the running copy)."""

@@ -1,0 +1,5 @@
+import sys
+
+from mirrord.cli import main
+
+sys.exit(main())

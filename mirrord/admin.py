@@ -1,0 +1,134 @@
+"""Cluster administration with confluent-kafka's AdminClient: topics, partitions, group offsets, end offsets."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+
+from mirrord.errors import ClusterUnavailable, MirrordError
+from mirrord.policy import Policy, selects
+
+log = logging.getLogger(__name__)
+TIMEOUT = 15.0
+
+TP = tuple[str, int]
+RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+             KafkaError.NOT_COORDINATOR, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT,
+             KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._TRANSPORT}
+
+
+def retrying(call, timeout: float = 30.0):
+    """Retry a broker call on errors the broker itself says are temporary (coordinator loading, ...)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            err = exc.args[0]
+            temporary = err.retriable() or err.code() in RETRIABLE
+            if not temporary or time.monotonic() > deadline:
+                raise
+            time.sleep(0.25)
+
+
+class Cluster:
+    """One cluster, named for messages ("source", "target"); never logs its settings (secrets)."""
+
+    def __init__(self, name: str, settings: Mapping[str, str]):
+        self.name = name
+        self.bootstrap = settings.get("bootstrap.servers", "")
+        self.admin = AdminClient(dict(settings))
+
+    def check(self, timeout: float = TIMEOUT) -> None:
+        try:
+            md = self.admin.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise ClusterUnavailable(f"{self.name} cluster ({self.bootstrap}) did not answer: {exc}") from None
+        if not md.brokers:
+            raise ClusterUnavailable(f"{self.name} cluster ({self.bootstrap}) has no brokers")
+
+    def partitions(self, pattern: str | None = None) -> dict[str, int]:
+        """Topic → partition count, for topics matching `pattern` (all when None)."""
+        md = self.admin.list_topics(timeout=TIMEOUT)
+        return {
+            name: len(t.partitions)
+            for name, t in md.topics.items()
+            if t.error is None and (pattern is None or selects(pattern, name))
+        }
+
+    def end_offsets(self, tps: Iterable[TP]) -> dict[TP, int]:
+        tps = list(tps)
+        if not tps:
+            return {}
+        def call():
+            request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
+            futures = self.admin.list_offsets(request, request_timeout=TIMEOUT)
+            return {(tp.topic, tp.partition): fut.result().offset for tp, fut in futures.items()}
+        return retrying(call)
+
+    def committed(self, group: str, topics: Mapping[str, int]) -> dict[TP, int]:
+        """The group's committed offsets for these topics' partitions (absent where none)."""
+        def call():  # a fresh request per attempt: confluent-kafka does not allow reusing one
+            request = [ConsumerGroupTopicPartitions(
+                group, [TopicPartition(t, p) for t, n in topics.items() for p in range(n)])]
+            return self.admin.list_consumer_group_offsets(request, request_timeout=TIMEOUT)[group].result()
+        return {(tp.topic, tp.partition): tp.offset for tp in retrying(call).topic_partitions if tp.offset >= 0}
+
+    def commit(self, group: str, offsets: Mapping[TP, int]) -> None:
+        """Commit next-offsets under `group`; the broker refuses while the group has live members."""
+        if not offsets:
+            return
+        def call():
+            request = [ConsumerGroupTopicPartitions(
+                group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])]
+            return self.admin.alter_consumer_group_offsets(request, request_timeout=TIMEOUT)[group].result()
+        result = retrying(call)
+        failed = [tp for tp in result.topic_partitions if tp.error is not None]
+        if failed:
+            raise MirrordError(f"committing group {group!r} on {self.name}: {failed[0].error}")
+
+
+def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy: Policy) -> list[str]:
+    """Create target topics (same partition count) or add partitions, before anything is written."""
+    existing = target.partitions()
+    created: list[str] = []
+    new_topics, grow = [], []
+    for topic, count in source_partitions.items():
+        name = policy.target_topic(topic)
+        have = existing.get(name)
+        if have is None:
+            new_topics.append(NewTopic(name, num_partitions=count, replication_factor=-1))
+        elif have < count:
+            grow.append(NewPartitions(name, count))
+    futures = {}
+    if new_topics:
+        created_futures = target.admin.create_topics(new_topics, request_timeout=TIMEOUT)
+        futures.update({n: ("create", f) for n, f in created_futures.items()})
+    if grow:
+        grown_futures = target.admin.create_partitions(grow, request_timeout=TIMEOUT)
+        futures.update({n: ("grow", f) for n, f in grown_futures.items()})
+    for name, (what, fut) in futures.items():
+        try:
+            fut.result()
+            created.append(name)
+            log.info("target topic %s: %s", name, "created" if what == "create" else "partitions added")
+        except KafkaException as exc:
+            if exc.args[0].code() not in (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS):
+                raise MirrordError(f"cannot {what} target topic {name}: {exc.args[0].str()}") from None
+    if created:
+        _wait_visible(target, {policy.target_topic(t): n for t, n in source_partitions.items()})
+    return created
+
+
+def _wait_visible(target: Cluster, wanted: Mapping[str, int], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        have = target.partitions()
+        if all(have.get(t, 0) >= n for t, n in wanted.items()):
+            return
+        time.sleep(0.1)
+    raise MirrordError(f"target topics not visible after {timeout:.0f}s: {sorted(wanted)}")

@@ -1,0 +1,306 @@
+"""Settings: mirrord.conf (INI), the two .properties files, the environment and the command line.
+
+Everything is read and validated once, here, into a frozen `Settings`; the rest of mirrord never
+reads a file or the environment. Precedence, lowest first: defaults, mirrord.conf, environment
+(`MIRRORD_<KEY>`, as the seed deployments set MM_WHITELIST in /etc/default), command-line flags.
+Every error names where the value came from (file and key, variable, or flag) and what is wrong.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import javaproperties
+
+from mirrord.errors import ConfigError
+
+DEFAULT_CONFIG = Path("/etc/mirrord/mirrord.conf")
+SECTION = "mirrord"
+SPARK_SECTION = "spark"
+ENV_PREFIX = "MIRRORD_"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value came from, for error messages: (file, key) or (variable) or (flag)."""
+
+    file: str | None
+    key: str
+
+    def error(self, reason: str) -> ConfigError:
+        return ConfigError(self.file, self.key, reason)
+
+
+def _positive_int(text: str, origin: Origin) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise origin.error(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise origin.error(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _optional_positive_int(text: str, origin: Origin) -> int | None:
+    return None if text.strip() in ("", "none") else _positive_int(text, origin)
+
+
+def _boolean(text: str, origin: Origin) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "yes", "on", "1"):
+        return True
+    if value in ("false", "no", "off", "0"):
+        return False
+    raise origin.error(f"must be true or false, got {text!r}")
+
+
+def _text(text: str, origin: Origin) -> str:
+    if not text.strip():
+        raise origin.error("must not be empty")
+    return text.strip()
+
+
+def _optional_text(text: str, origin: Origin) -> str:
+    return text.strip()
+
+
+def _listen(text: str, origin: Origin) -> tuple[str, int] | None:
+    text = text.strip()
+    if text in ("", "none", "off"):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise origin.error(f"must be HOST:PORT (or empty to disable), got {text!r}")
+    return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+def _policy(text: str, origin: Origin) -> str:
+    value = text.strip().lower()
+    if value not in ("identity", "prefix"):
+        raise origin.error(f"must be 'identity' or 'prefix', got {text!r}")
+    return value
+
+
+def _flow(text: str, origin: Origin) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text.strip()):
+        raise origin.error(f"must be letters, digits, '.', '_' or '-', got {text!r}")
+    return text.strip()
+
+
+def normalize_whitelist(raw: str) -> str:
+    """MirrorMaker 1's whitelist rules: surrounding quotes dropped, spaces removed, ',' means '|'.
+
+    Commas inside a `{m,n}` quantifier are kept, unlike MirrorMaker 1 which broke such regexes.
+    """
+    text = raw.strip().strip("\"'").replace(" ", "")
+    out, depth = [], 0
+    for ch in text:
+        depth += ch == "{"
+        depth -= ch == "}" and depth > 0
+        out.append("|" if ch == "," and depth == 0 else ch)
+    return "".join(out)
+
+
+def _whitelist(text: str, origin: Origin) -> str:
+    pattern = normalize_whitelist(text)
+    if not pattern:
+        raise origin.error("must not be empty")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise origin.error(f"invalid regular expression {pattern!r}: {exc}") from None
+    return pattern
+
+
+@dataclass(frozen=True)
+class Key:
+    parse: Callable[[str, Origin], object]
+    default: str | None
+    doc: str
+
+
+# Every [mirrord] key, its parser and its default, named once. `etc/mirrord.conf` documents them.
+KEYS: dict[str, Key] = {
+    "flow": Key(_flow, "default", "name of this flow; state lives in <state.dir>/<flow>"),
+    "consumer.config": Key(_text, "consumer.properties", "source cluster, Java consumer properties"),
+    "producer.config": Key(_text, "producer.properties", "target cluster, Java producer properties"),
+    "whitelist": Key(_whitelist, None, "topics to mirror: a regex matched against the whole name"),
+    "num.streams": Key(_positive_int, "1", "parallel Spark tasks (local[N]), as MirrorMaker 1's streams"),
+    "offset.commit.interval.ms": Key(_positive_int, "1000", "micro-batch interval; each batch ends in a commit"),
+    "abort.on.send.failure": Key(_boolean, "true", "exit on a failed send (else retry the batch in-process)"),
+    "state.dir": Key(_text, "/var/lib/mirrord", "checkpoint and state root"),
+    "metrics.listen": Key(_listen, "", "Prometheus endpoint HOST:PORT; empty disables it"),
+    "replication.policy": Key(_policy, "identity", "identity (MirrorMaker 1) or prefix (MirrorMaker 2)"),
+    "source.alias": Key(_flow, "source", "name of the source cluster (prefix policy, metrics)"),
+    "target.alias": Key(_flow, "target", "name of the target cluster (cycle detection)"),
+    "replication.policy.separator": Key(_text, ".", "separator of the prefix policy"),
+    "spark.master": Key(_optional_text, "", "Spark master URL; empty means local[num.streams]"),
+    "max.offsets.per.trigger": Key(_optional_positive_int, "500000", "records per micro-batch at most"),
+    "stall.timeout.ms": Key(_positive_int, "120000", "a batch running longer than this stops the watchdog"),
+}
+REQUIRED = {"whitelist"}
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """One .properties file: where it is and what it says."""
+
+    path: Path
+    properties: Mapping[str, str]
+
+    def error(self, key: str | None, reason: str) -> ConfigError:
+        return ConfigError(self.path, key, reason)
+
+
+@dataclass(frozen=True)
+class Settings:
+    flow: str
+    consumer: ClientConfig
+    producer: ClientConfig
+    whitelist: str
+    num_streams: int
+    batch_interval_ms: int
+    abort_on_send_failure: bool
+    state_root: Path
+    metrics_listen: tuple[str, int] | None
+    replication_policy: str
+    source_alias: str
+    target_alias: str
+    separator: str
+    spark_master: str
+    max_offsets_per_trigger: int | None
+    stall_timeout_ms: int
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    config_file: Path | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.state_root / self.flow
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.state_dir / "checkpoint"
+
+    @property
+    def group_id(self) -> str:
+        return self.consumer.properties.get("group.id") or f"mirrord-{self.flow}"
+
+
+def read_properties(path: Path) -> ClientConfig:
+    try:
+        with open(path, encoding="utf-8") as fp:
+            props = javaproperties.load(fp)
+    except FileNotFoundError:
+        raise ConfigError(path, None, "file not found") from None
+    except PermissionError:
+        raise ConfigError(path, None, "permission denied") from None
+    except IsADirectoryError:
+        raise ConfigError(path, None, "is a directory, not a properties file") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(path, None, f"not a readable Java properties file: {exc}") from None
+    props = {k.strip(): v.strip() for k, v in props.items()}
+    if not props.get("bootstrap.servers"):
+        raise ConfigError(path, "bootstrap.servers", "required, and missing or empty")
+    return ClientConfig(path=path, properties=props)
+
+
+def _read_ini(path: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=configparser.ExtendedInterpolation(), strict=True)
+    parser.optionxform = str  # keys are case-sensitive, dotted, as Kafka's
+    try:
+        with open(path, encoding="utf-8") as fp:
+            parser.read_file(fp)
+    except FileNotFoundError:
+        raise ConfigError(path, None, "file not found") from None
+    except PermissionError:
+        raise ConfigError(path, None, "permission denied") from None
+    except IsADirectoryError:
+        raise ConfigError(path, None, "is a directory") from None
+    except configparser.Error as exc:
+        raise ConfigError(path, None, f"not a valid INI file: {exc.message.splitlines()[0]}") from None
+    unknown_sections = set(parser.sections()) - {SECTION, SPARK_SECTION}
+    if unknown_sections:
+        name = sorted(unknown_sections)[0]
+        raise ConfigError(path, f"[{name}]", f"unknown section (expected [{SECTION}] and [{SPARK_SECTION}])")
+    return parser
+
+
+def _section(parser: configparser.ConfigParser, name: str, path: Path) -> dict[str, str]:
+    if not parser.has_section(name):
+        return {}
+    try:
+        return dict(parser.items(name))
+    except configparser.InterpolationError as exc:
+        raise ConfigError(path, getattr(exc, "option", None), f"bad ${{...}} reference: {exc.message}") from None
+
+
+def load(
+    config_file: Path | None = None,
+    flags: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build Settings from the INI file (optional), the environment and flags (key → raw text)."""
+    flags = dict(flags or {})
+    environ = os.environ if environ is None else environ
+    raw: dict[str, tuple[str, Origin]] = {}
+    spark_conf: dict[str, str] = {}
+    base = Path.cwd()
+    if config_file is not None:
+        parser = _read_ini(config_file)
+        base = config_file.parent
+        for key, value in _section(parser, SECTION, config_file).items():
+            if key not in KEYS:
+                raise ConfigError(config_file, key, f"unknown setting in [{SECTION}]")
+            raw[key] = (value, Origin(str(config_file), key))
+        spark_conf = _section(parser, SPARK_SECTION, config_file)
+        for key in spark_conf:
+            if not key.startswith("spark."):
+                raise ConfigError(config_file, key, f"[{SPARK_SECTION}] takes Spark settings (spark.*) only")
+    for key in KEYS:
+        var = ENV_PREFIX + key.upper().replace(".", "_")
+        if environ.get(var, "").strip():
+            raw[key] = (environ[var], Origin("environment", var))
+    for key, value in flags.items():
+        raw[key] = (value, Origin("command line", f"--{key}"))
+
+    values: dict[str, object] = {}
+    for key, spec in KEYS.items():
+        if key in raw:
+            text, origin = raw[key]
+        elif key in REQUIRED:
+            where = config_file or "command line"
+            raise ConfigError(where, key, "required (set it in mirrord.conf, MIRRORD_WHITELIST or --whitelist)")
+        else:
+            text, origin = spec.default or "", Origin(None, key)
+        values[key] = spec.parse(text, origin)
+
+    def client(key: str) -> ClientConfig:
+        path = Path(str(values[key]))
+        return read_properties(path if path.is_absolute() else base / path)
+
+    num_streams = int(values["num.streams"])  # type: ignore[arg-type]
+    return Settings(
+        flow=str(values["flow"]),
+        consumer=client("consumer.config"),
+        producer=client("producer.config"),
+        whitelist=str(values["whitelist"]),
+        num_streams=num_streams,
+        batch_interval_ms=int(values["offset.commit.interval.ms"]),  # type: ignore[arg-type]
+        abort_on_send_failure=bool(values["abort.on.send.failure"]),
+        state_root=Path(str(values["state.dir"])),
+        metrics_listen=values["metrics.listen"],  # type: ignore[arg-type]
+        replication_policy=str(values["replication.policy"]),
+        source_alias=str(values["source.alias"]),
+        target_alias=str(values["target.alias"]),
+        separator=str(values["replication.policy.separator"]),
+        spark_master=str(values["spark.master"]) or f"local[{num_streams}]",
+        max_offsets_per_trigger=values["max.offsets.per.trigger"],  # type: ignore[arg-type]
+        stall_timeout_ms=int(values["stall.timeout.ms"]),  # type: ignore[arg-type]
+        spark_conf=spark_conf,
+        config_file=config_file,
+    )

@@ -1,0 +1,276 @@
+"""The long-running process: lifecycle, signals, health, systemd notifications, progress.
+
+The main thread only supervises: it polls the streaming query once a second, pings the systemd
+watchdog while the query is alive and not stalled, and acts on signals (SIGTERM/SIGINT stop,
+SIGHUP reloads). Batches run in Spark; their results arrive through `_on_batch` (a Spark callback
+thread), which updates metrics, offset syncs and the source group's committed offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from mirrord import admin, translate
+from mirrord.config import Settings
+from mirrord.errors import MirrordError
+from mirrord.metrics import Metrics
+from mirrord.notify import Notifier
+from mirrord.offsets import OffsetSync, OffsetSyncStore
+from mirrord.pipeline import BatchResult, Flow, Pipeline, has_checkpoint, spark_session, starting_offsets
+from mirrord.sink import LATENCY_BUCKETS
+
+log = logging.getLogger("mirrord")
+STATUS_EVERY = 10.0
+LAG_EVERY = 5.0
+STOP_GRACE = 30.0
+RESTART_BACKOFF = 5.0
+
+
+class Daemon:
+    def __init__(self, load_settings: Callable[[], Settings], notifier: Notifier):
+        self.load_settings = load_settings
+        self.notifier = notifier
+        self.settings = load_settings()
+        self.flow = Flow.from_settings(self.settings)
+        self.metrics = Metrics(self.settings.flow, LATENCY_BUCKETS, _spark_version())
+        self.syncs = OffsetSyncStore()
+        self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reload = threading.Event()
+        self._mirrored = 0
+        self._batches = 0
+        self._last_batch_at = time.monotonic()
+        self._trigger_since: float | None = None
+        self._lag_total: int | None = None
+        self._topics: int | None = None
+        self.query = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        signal.signal(signal.SIGINT, lambda *_: self._stop.set())
+        signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
+        s = self.settings
+        self.metrics.serve(s.metrics_listen, str(s.config_file or "command line"))
+        s.state_dir.mkdir(parents=True, exist_ok=True)
+        self._connect()
+        self.spark = spark_session(s)
+        self._start_query()
+        threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
+        self.notifier.ready(self._status_line())
+        log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
+                 s.whitelist, s.spark_master)
+        return self._supervise()
+
+    def _connect(self) -> None:
+        s = self.settings
+        self.source = admin.Cluster("source", translate.admin_settings(s.consumer))
+        self.target = admin.Cluster("target", translate.admin_settings(s.producer))
+        self.source.check()
+        self.target.check()
+
+    def _start_query(self) -> None:
+        pipeline = Pipeline(self.spark, self.flow, self.source, self.target, self._on_batch)
+        if has_checkpoint(self.settings):
+            starting = "earliest"  # ignored by Spark: the checkpoint decides
+        else:
+            starting = starting_offsets(self.flow, self.source)
+        self._seed_positions()
+        self.query = pipeline.start(starting)
+        self._last_batch_at = time.monotonic()
+        self.metrics.up.labels(self.settings.flow).set(1)
+
+    def _seed_positions(self) -> None:
+        """Mirrored positions before the first batch: the group's commits (written after each batch)."""
+        try:
+            topics = self.source.partitions(self.flow.pattern)
+            committed = self.source.committed(self.settings.group_id, topics) if topics else {}
+        except Exception as exc:  # noqa: BLE001 - lag is best effort until the first batch
+            log.warning("cannot read group %s's offsets: %s", self.settings.group_id, exc)
+            return
+        with self._lock:
+            for tp, offset in committed.items():
+                self.positions.setdefault(tp, offset)
+
+    def _stop_query(self, grace: float = STOP_GRACE) -> None:
+        """Let a running batch finish (up to `grace`), then stop; a cut batch is replayed on restart."""
+        if self.query is None:
+            return
+        self.metrics.up.labels(self.settings.flow).set(0)
+        deadline = time.monotonic() + grace
+        try:
+            while self.query.isActive and self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.query.stop()
+        except Exception as exc:  # noqa: BLE001 - JVM already gone: nothing to finish; the checkpoint replays
+            log.warning("streaming query did not stop cleanly: %s", _one_line(str(exc)))
+
+    def _supervise(self) -> int:
+        next_status = time.monotonic() + STATUS_EVERY
+        next_ping = 0.0
+        while True:
+            if self._stop.is_set():
+                return self._shutdown()
+            if self._reload.is_set():
+                self._reload.clear()
+                self._do_reload()
+            failure = self._query_failure()
+            if failure is not None:
+                self.metrics.error("delivery" if "DeliveryError" in failure else "query")
+                self.metrics.up.labels(self.settings.flow).set(0)
+                if self.settings.abort_on_send_failure or "DeliveryError" not in failure:
+                    raise MirrordError(f"streaming query failed: {failure}")
+                log.error("batch failed, retrying from the last committed batch in %.0fs: %s",
+                          RESTART_BACKOFF, failure)
+                if self._stop.wait(RESTART_BACKOFF):
+                    continue
+                self._start_query()
+            now = time.monotonic()
+            healthy = self._healthy(now)
+            self.metrics.up.labels(self.settings.flow).set(1 if healthy else 0)
+            if healthy and self.notifier.watchdog_interval is not None and now >= next_ping:
+                self.notifier.watchdog()
+                next_ping = now + self.notifier.watchdog_interval
+            if now >= next_status:
+                line = self._status_line()
+                log.info("%s", line)
+                self.notifier.status(line)
+                next_status = now + STATUS_EVERY
+            self._stop.wait(0.5 if self.notifier.watchdog_interval is None else
+                            min(0.5, self.notifier.watchdog_interval / 2))
+
+    def _query_failure(self) -> str | None:
+        if self.query is None or self.query.isActive:
+            return None
+        exc = self.query.exception()
+        if exc is None:
+            return "query stopped"
+        return _one_line(str(exc))
+
+    def _healthy(self, now: float) -> bool:
+        """Alive (the JVM answers) and not stuck in one batch for longer than stall.timeout.ms."""
+        try:
+            status = self.query.status
+        except Exception as exc:  # noqa: BLE001 - a dead JVM raises py4j errors of several kinds
+            log.warning("Spark does not answer: %s", exc)
+            return False
+        if status.get("isTriggerActive"):
+            self._trigger_since = self._trigger_since or now
+        else:
+            self._trigger_since = None
+        stalled = self._trigger_since is not None and now - self._trigger_since > self.settings.stall_timeout_ms / 1e3
+        if stalled:
+            log.warning("batch running for %.0fs (stall.timeout.ms=%d): withholding the watchdog",
+                        now - self._trigger_since, self.settings.stall_timeout_ms)
+        return self.query.isActive and not stalled
+
+    def _do_reload(self) -> None:
+        self.notifier.reloading()
+        try:
+            settings = self.load_settings()
+            flow = Flow.from_settings(settings)
+        except MirrordError as exc:
+            log.error("reload refused, keeping the running configuration: %s", exc)
+            self.notifier.ready(self._status_line())
+            return
+        if (settings.spark_master, settings.spark_conf, settings.flow) != (
+                self.settings.spark_master, self.settings.spark_conf, self.settings.flow):
+            log.warning("spark.master, [spark] and flow changes take effect at the next restart")
+        self._stop_query()
+        self.settings, self.flow = settings, flow
+        self._connect()
+        self._start_query()
+        log.info("reloaded: topics matching %r", settings.whitelist)
+        self.notifier.ready(self._status_line())
+
+    def _shutdown(self) -> int:
+        self.notifier.stopping()
+        log.info("stopping: finishing the current batch")
+        self._stop_query()
+        try:
+            self.spark.stop()
+        except Exception as exc:  # noqa: BLE001 - the JVM may already be gone; nothing left to save
+            log.warning("Spark did not stop cleanly: %s", _one_line(str(exc)))
+        log.info("stopped after mirroring %d records in %d batches", self._mirrored, self._batches)
+        return 0
+
+    # -- batches (Spark callback thread) ---------------------------------------------------
+    def _on_batch(self, result: BatchResult) -> None:
+        flow = self.settings.flow
+        commits = {}
+        for p in result.partitions:
+            topic, partition = p["topic"], p["partition"]
+            self.metrics.records.labels(flow, topic).inc(p["records"])
+            self.metrics.bytes.labels(flow, topic).inc(p["bytes"])
+            self.metrics.latency.add(p["latency_buckets"], p["latency_sum"])
+            self.syncs.add(OffsetSync(topic, partition, p["first_offset"], p["first_target_offset"]))
+            self.syncs.add(OffsetSync(topic, partition, p["last_offset"], p["last_target_offset"]))
+            commits[(topic, partition)] = p["last_offset"] + 1
+        self.metrics.batch_duration.labels(flow).observe(result.duration)
+        self.syncs.save(self.settings.state_dir / "offset-syncs.json")
+        with self._lock:
+            self.positions.update(commits)
+            self._mirrored += result.records
+            self._batches += 1
+        try:
+            self.source.commit(self.settings.group_id, commits)
+        except (MirrordError, Exception) as exc:  # noqa: BLE001 - visibility only; the checkpoint is the truth
+            self.metrics.error("commit")
+            log.warning("cannot commit mirrored offsets to group %s: %s", self.settings.group_id, exc)
+        self.metrics.last_commit.labels(flow).set(time.time())
+        self._last_batch_at = time.monotonic()
+
+    # -- lag and status --------------------------------------------------------------------
+    def _lag_loop(self) -> None:
+        """Lag from the source's log-end offsets, independent of Spark: it rises while the target is down."""
+        while not self._stop.wait(LAG_EVERY):
+            try:
+                topics = self.source.partitions(self.flow.pattern)
+                ends = self.source.end_offsets((t, p) for t, n in topics.items() for p in range(n))
+            except Exception as exc:  # noqa: BLE001 - source unreachable: keep the last values
+                self.metrics.error("lag")
+                log.debug("lag check failed: %s", exc)
+                continue
+            with self._lock:
+                lags = {tp: max(0, end - self.positions.get(tp, 0)) for tp, end in ends.items()}
+            for (topic, partition), lag in lags.items():
+                self.metrics.partition_lag.labels(self.settings.flow, topic, str(partition)).set(lag)
+            self.metrics.lag.labels(self.settings.flow).set(sum(lags.values()))
+            self._lag_total = sum(lags.values())
+            self._topics = len(topics)
+
+    def _status_line(self) -> str:
+        rate = 0.0
+        if self.query is not None:
+            try:
+                progress = self.query.lastProgress or {}
+                rate = float(progress.get("processedRowsPerSecond") or 0.0)
+            except Exception:  # noqa: BLE001 - status is informational
+                rate = 0.0
+        lag = "?" if self._lag_total is None else self._lag_total
+        topics = "?" if self._topics is None else self._topics
+        return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics"
+
+
+def _one_line(text: str) -> str:
+    """The informative line of a Spark/Python exception dump (the mirrord error if there is one)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "mirrord.errors." in line:
+            return line.split("mirrord.errors.", 1)[1]
+    return lines[0][:500] if lines else "unknown error"
+
+
+def _spark_version() -> str:
+    try:
+        import pyspark
+
+        return pyspark.__version__
+    except ImportError:
+        return ""
+

@@ -1,0 +1,84 @@
+"""Prometheus metrics (DESIGN decision 8): one registry per process, served over HTTP.
+
+Latency is measured in the Spark workers, which return bucket counts per batch; `BucketHistogram`
+adds those counts as they come, since a prometheus-client Histogram can only observe one value.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+from mirrord import __version__
+from mirrord.errors import ConfigError
+
+
+class BucketHistogram(Collector):
+    def __init__(self, name: str, documentation: str, buckets: Sequence[float], flow: str):
+        self.name, self.documentation, self.flow = name, documentation, flow
+        self.bounds = list(buckets)
+        self.counts = [0] * (len(self.bounds) + 1)  # last: above the largest bound
+        self.sum = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, counts: Sequence[int], total: float) -> None:
+        with self._lock:
+            self.counts = [a + b for a, b in zip(self.counts, counts, strict=True)]
+            self.sum += total
+
+    def collect(self):
+        with self._lock:
+            cumulative, running = [], 0
+            for bound, count in zip([*map(str, self.bounds), "+Inf"], self.counts, strict=True):
+                running += count
+                cumulative.append((bound, running))
+            family = HistogramMetricFamily(self.name, self.documentation, labels=["flow"])
+            family.add_metric([self.flow], cumulative, self.sum)
+        yield family
+
+
+class Metrics:
+    def __init__(self, flow: str, latency_buckets: Sequence[float], spark_version: str = ""):
+        self.flow = flow
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.records = Counter("mirrord_records", "Records written to the target", ["flow", "topic"], registry=r)
+        self.bytes = Counter("mirrord_bytes", "Key and value bytes written to the target", ["flow", "topic"],
+                             registry=r)
+        self.partition_lag = Gauge("mirrord_partition_lag", "Source log-end offset minus mirrored offset",
+                                   ["flow", "topic", "partition"], registry=r)
+        self.lag = Gauge("mirrord_lag_records", "Records in the source not yet mirrored, all partitions",
+                         ["flow"], registry=r)
+        self.latency = BucketHistogram("mirrord_replication_latency_seconds",
+                                       "Arrival in the target minus the record's timestamp", latency_buckets, flow)
+        r.register(self.latency)
+        self.batch_duration = Histogram("mirrord_batch_duration_seconds", "Duration of a mirrored micro-batch",
+                                        ["flow"], registry=r,
+                                        buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+        self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
+        self.last_commit = Gauge("mirrord_last_commit_timestamp_seconds",
+                                 "Time of the last committed batch (Unix seconds)", ["flow"], registry=r)
+        self.up = Gauge("mirrord_up", "1 while the streaming query runs and is healthy", ["flow"], registry=r)
+        self.build = Gauge("mirrord_build_info", "Build information", ["version", "spark_version"], registry=r)
+        self.build.labels(__version__, spark_version).set(1)
+        self.up.labels(flow).set(0)
+        self.lag.labels(flow).set(0)
+        self.last_commit.labels(flow)
+        for kind in ("delivery", "query", "commit", "lag"):
+            self.errors.labels(flow, kind)
+
+    def error(self, kind: str) -> None:
+        self.errors.labels(self.flow, kind).inc()
+
+    def serve(self, listen: tuple[str, int] | None, origin: str) -> None:
+        if listen is None:
+            return
+        host, port = listen
+        try:
+            start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise ConfigError(origin, "metrics.listen", f"cannot listen on {host}:{port}: {exc.strerror}") from None

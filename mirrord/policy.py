@@ -1,0 +1,68 @@
+"""Replication policies: what a source topic is called in the target, and what must not be mirrored.
+
+As MirrorMaker 2's ReplicationPolicy: `identity` keeps the name (MirrorMaker 1's behaviour, no
+cycle detection); `prefix` names the copy `<source alias><separator><topic>` and refuses a topic
+that is already a copy from the target cluster, so active/active pairs never loop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+def is_internal(topic: str) -> bool:
+    """Kafka's own topics (`__consumer_offsets`, ...) and MirrorMaker 2's `*.internal` topics."""
+    return topic.startswith("__") or topic.endswith(".internal")
+
+
+@dataclass(frozen=True)
+class IdentityPolicy:
+    def target_topic(self, source_topic: str) -> str:
+        return source_topic
+
+    def is_cycle(self, source_topic: str) -> bool:
+        return False
+
+    def exclusion_regex(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class PrefixPolicy:
+    source_alias: str
+    target_alias: str
+    separator: str = "."
+
+    def target_topic(self, source_topic: str) -> str:
+        return f"{self.source_alias}{self.separator}{source_topic}"
+
+    def is_cycle(self, source_topic: str) -> bool:
+        """True when any upstream cluster in the name's prefix chain is the target (MM2's isCycle)."""
+        *upstream, _ = source_topic.split(self.separator)
+        return self.target_alias in upstream
+
+    def exclusion_regex(self) -> str:
+        sep = re.escape(self.separator)
+        return f"(?!(?:.*{sep})?{re.escape(self.target_alias)}{sep})"
+
+
+Policy = IdentityPolicy | PrefixPolicy
+
+
+def make_policy(name: str, source_alias: str, target_alias: str, separator: str) -> Policy:
+    if name == "prefix":
+        return PrefixPolicy(source_alias, target_alias, separator)
+    return IdentityPolicy()
+
+
+def subscribe_pattern(whitelist: str, policy: Policy) -> str:
+    """One regex, valid in Java and Python, for Spark's `subscribePattern` and for our own listing.
+
+    Internal topics and cycles are excluded by lookaheads, so the Kafka source never reads them.
+    """
+    return f"(?!__)(?!.*\\.internal$){policy.exclusion_regex()}(?:{whitelist})"
+
+
+def selects(pattern: str, topic: str) -> bool:
+    return re.fullmatch(pattern, topic) is not None

@@ -1,0 +1,126 @@
+"""Run mirrord as a subprocess, the way systemd would, with its config files in a directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.harness.kafka import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def mirrord_command() -> list[str]:
+    return [sys.executable, "-m", "mirrord"]
+
+
+def write_flow(directory: Path, source: str, target: str, whitelist: str, *, group: str,
+               conf: dict[str, str] | None = None, consumer: dict[str, str] | None = None,
+               producer: dict[str, str] | None = None, metrics: bool = True) -> Path:
+    """mirrord.conf, consumer.properties and producer.properties as an operator would write them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    consumer_props = {"bootstrap.servers": source, "group.id": group, "auto.offset.reset": "earliest",
+                      "enable.auto.commit": "false", **(consumer or {})}
+    producer_props = {"bootstrap.servers": target, "acks": "all", "enable.idempotence": "true",
+                      "linger.ms": "5", **(producer or {})}
+    (directory / "consumer.properties").write_text("".join(f"{k}={v}\n" for k, v in consumer_props.items()))
+    (directory / "producer.properties").write_text("".join(f"{k}={v}\n" for k, v in producer_props.items()))
+    settings = {
+        "flow": "test",
+        "consumer.config": "consumer.properties",
+        "producer.config": "producer.properties",
+        "whitelist": whitelist,
+        "num.streams": "2",
+        "offset.commit.interval.ms": "500",
+        "state.dir": str(directory / "state"),
+        "metrics.listen": f"127.0.0.1:{free_port()}" if metrics else "",
+        **(conf or {}),
+    }
+    body = "[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in settings.items())
+    body += "\n[spark]\nspark.driver.memory = 768m\n"
+    path = directory / "mirrord.conf"
+    path.write_text(body)
+    return path
+
+
+class Mirrord:
+    """One mirrord process; its output goes to `log` for assertions and post-mortems."""
+
+    def __init__(self, config: Path, *args: str, env: dict[str, str] | None = None):
+        self.config = config
+        self.args = args
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **(env or {})}
+        self.log = config.parent / "mirrord.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def metrics_url(self) -> str:
+        for line in self.config.read_text().splitlines():
+            if line.startswith("metrics.listen"):
+                return f"http://{line.split('=', 1)[1].strip()}/metrics"
+        raise AssertionError("metrics disabled in this flow")
+
+    def start(self) -> Mirrord:
+        self.process = subprocess.Popen(
+            [*mirrord_command(), "--config", str(self.config), *self.args],
+            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, cwd=ROOT, env=self.env,
+            start_new_session=True,
+        )
+        return self
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        """Ready = the daemon logged that it is mirroring (READY=1 is sent at the same point)."""
+        deadline = time.monotonic() + timeout
+        while "mirroring " not in self.output():
+            if self.process.poll() is not None:
+                raise AssertionError(f"mirrord exited with {self.process.returncode}:\n{self.output()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"mirrord not ready after {timeout}s:\n{self.output()[-3000:]}")
+            time.sleep(0.2)
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
+            return r.read().decode()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.process.pid, sig)
+
+    def kill9(self) -> None:
+        """As systemd does on a crash: SIGKILL to the whole process group (the Spark JVM too)."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+        self._wait_group_gone()
+
+    def stop(self, timeout: float = 90) -> int:
+        """SIGTERM to the main process only (systemd's KillMode=mixed), then wait for the exit status."""
+        if self.alive():
+            self.signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(30)
+                raise AssertionError(f"mirrord did not stop within {timeout}s:\n{self.output()[-3000:]}") from None
+        self._wait_group_gone()
+        return self.process.returncode
+
+    def _wait_group_gone(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        os.killpg(self.process.pid, signal.SIGKILL)

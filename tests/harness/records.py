@@ -1,0 +1,113 @@
+"""Produce and read records with every field a mirror must keep, and wait for conditions."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as the user would compare it between clusters."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+    timestamp: int
+    timestamp_type: int
+
+    def fields(self) -> tuple:
+        """Everything but the offset and topic name, which a mirror may legitimately change."""
+        return (self.partition, self.key, self.value, self.headers, self.timestamp)
+
+
+def wait_until(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.25):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result()
+    wait_until(lambda: name in admin.list_topics(timeout=5).topics, 30, f"topic {name}")
+
+
+def topic_partitions(bootstrap: str, name: str) -> int:
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(name, timeout=10)
+    return len(md.topics[name].partitions) if name in md.topics and md.topics[name].error is None else 0
+
+
+def producer(bootstrap: str, **extra) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, **extra})
+
+
+def produce(bootstrap: str, topic: str, records: list[dict]) -> None:
+    """Each dict: partition, key, value, headers (list of tuples), timestamp (ms)."""
+    p = producer(bootstrap)
+    errors = []
+    for r in records:
+        p.produce(topic, key=r.get("key"), value=r.get("value"), partition=r["partition"],
+                  headers=r.get("headers"), timestamp=r.get("timestamp", 0),
+                  on_delivery=lambda err, msg: err and errors.append(err))
+        p.poll(0)
+    assert p.flush(30) == 0, "records not delivered to the source"
+    assert not errors, errors
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe-" + uuid.uuid4().hex})
+    try:
+        n = topic_partitions(bootstrap, topic)
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(n)}
+    finally:
+        c.close()
+
+
+def read_all(bootstrap: str, topic: str, timeout: float = 30) -> dict[int, list[Record]]:
+    """Every record of every partition, up to the end offsets seen at the call."""
+    ends = end_offsets(bootstrap, topic)
+    out: dict[int, list[Record]] = {p: [] for p in ends}
+    wanted = {p: e for p, e in ends.items() if e > 0}
+    if not wanted:
+        return out
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + uuid.uuid4().hex,
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in wanted])
+        deadline = time.monotonic() + timeout
+        done: set[int] = set()
+        while len(done) < len(wanted):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"could not read {topic} to its end offsets {wanted}")
+            for msg in c.consume(1000, timeout=1):
+                if msg.error():
+                    continue
+                p = msg.partition()
+                ts_type, ts = msg.timestamp()
+                out[p].append(Record(topic, p, msg.offset(), msg.key(), msg.value(),
+                                     tuple(msg.headers() or ()), ts, ts_type))
+                if msg.offset() + 1 >= wanted[p]:
+                    done.add(p)
+    finally:
+        c.close()
+    return out
+
+
+def count(bootstrap: str, topic: str) -> int:
+    return sum(end_offsets(bootstrap, topic).values())
