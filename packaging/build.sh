@@ -21,6 +21,9 @@ SPARK_JARS=${SPARK_JARS:-$ROOT/.cache/jars/spark}
 CACHE=${PACKAGE_CACHE:-$ROOT/.cache/packages}
 PREFIX=/opt/mirrord
 MAINTAINER=${PKG_MAINTAINER:-mirrord maintainers <mirrord@example.org>}
+# Changelog dates: the last commit's time, so rebuilding a commit gives the same metadata.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}
+export SOURCE_DATE_EPOCH
 
 UPSTREAM=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$ROOT/mirrord/__init__.py")
 VERSION=${PKG_VERSION:-$UPSTREAM}
@@ -134,7 +137,7 @@ build_deb() {
   install -d -m 0755 "$unitdir" "$doc" "$STAGE/usr/share/lintian/overrides"
   install -m 0644 "$ROOT/systemd/mirrord.service" "$ROOT/systemd/mirrord@.service" "$unitdir/"
   install -m 0644 "$PKG/deb/copyright" "$doc/copyright"
-  sed "s/@VERSION@/$VERSION/; s/@MAINTAINER@/$MAINTAINER/; s/@DATE@/$(date -R -d @"${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}")/" \
+  sed "s/@VERSION@/$VERSION/; s/@MAINTAINER@/$MAINTAINER/; s/@DATE@/$(LC_ALL=C date -R -d @"$SOURCE_DATE_EPOCH")/" \
     "$PKG/deb/changelog.in" | gzip -9n > "$doc/changelog.gz"
   chmod 0644 "$doc/changelog.gz"
   install -m 0644 "$PKG/deb/lintian-overrides" "$STAGE/usr/share/lintian/overrides/mirrord"
@@ -164,6 +167,7 @@ build_rpm() {
     --define "_topdir $top" \
     --define "_mirrord_stage $STAGE" \
     --define "_mirrord_version ${VERSION//-/_}" \
+    --define "_mirrord_maintainer $MAINTAINER" \
     --define "_sourcedir $top/SOURCES" \
     "$PKG/rpm/mirrord.spec" >"$WORK/rpmbuild.log" 2>&1 || { tail -40 "$WORK/rpmbuild.log" >&2; exit 1; }
   cp "$top/RPMS/x86_64/$NAME" "$WORK/$NAME"

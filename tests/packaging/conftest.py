@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,20 +63,35 @@ def package_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("packages")
 
 
+def start_linter(built: Built, name: str, argv: list[str]) -> None:
+    """Run a linter on the cached package in the background, unless its report is cached already."""
+    if (built.cache_dir / f"{name}.txt").exists():
+        return
+    with open(built.cache_dir / f"{name}.pending", "w") as out:
+        subprocess.Popen(["sh", "-c", '"$@"; echo "exit $?"', name, *argv, str(built.cache_dir / built.path.name)],
+                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def linter_report(built: Built, name: str, timeout: float = 600) -> str:
+    """The report of start_linter's run, ending in a line `exit STATUS`; waits for it."""
+    report, pending = built.cache_dir / f"{name}.txt", built.cache_dir / f"{name}.pending"
+    deadline = time.monotonic() + timeout
+    while not report.exists():
+        if pending.exists() and re.search(r"^exit \d+$", pending.read_text(), re.M):
+            pending.rename(report)
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"{name} did not finish within {timeout:.0f}s")
+        time.sleep(2)
+    return report.read_text()
+
+
 @pytest.fixture(scope="session")
 def deb(package_dir) -> Built:
     require_root_tools("dpkg-deb", "lintian")
     built = build_package("deb", package_dir)
-    report = built.cache_dir / "lintian.txt"
-    if not report.exists():
-        # --fail-on error: exit status 2 on any error not overridden; the report keeps the rest.
-        pending = built.cache_dir / "lintian.pending"
-        with open(pending, "w") as out:
-            subprocess.Popen(
-                ["sh", "-c", 'lintian --fail-on error --no-tag-display-limit "$1"; echo "exit $?"', "lintian",
-                 str(built.cache_dir / built.path.name)],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )
+    # --fail-on error: exit status 2 on any error not overridden.
+    start_linter(built, "lintian", ["lintian", "--fail-on", "error", "--no-tag-display-limit"])
     return built
 
 
@@ -87,5 +103,7 @@ def deb_next(package_dir, deb) -> Built:
 
 @pytest.fixture(scope="session")
 def rpm(package_dir) -> Built:
-    require_root_tools("rpmbuild", "rpm")
-    return build_package("rpm", package_dir)
+    require_root_tools("rpmbuild", "rpm", "rpmlint")
+    built = build_package("rpm", package_dir)
+    start_linter(built, "rpmlint", ["rpmlint", "-r", str(ROOT / "packaging" / "rpm" / "mirrord.rpmlintrc")])
+    return built

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.packaging.conftest import ROOT, Built
+from tests.packaging.conftest import ROOT, Built, linter_report
 
 CONFFILES = ["/etc/mirrord/consumer.properties", "/etc/mirrord/mirrord.conf", "/etc/mirrord/producer.properties"]
 
@@ -86,16 +85,7 @@ def test_deb_config_is_conffiles_readable_by_root_only_until_postinst(deb: Built
 
 
 def test_lintian_reports_no_errors(deb: Built) -> None:
-    report = deb.cache_dir / "lintian.txt"
-    pending = deb.cache_dir / "lintian.pending"
-    deadline = time.monotonic() + 600
-    while not report.exists():
-        if pending.exists() and re.search(r"^exit \d+$", pending.read_text(), re.M):
-            pending.rename(report)
-            break
-        assert time.monotonic() < deadline, "lintian did not finish within 10 minutes"
-        time.sleep(2)
-    text = report.read_text()
+    text = linter_report(deb, "lintian")
     errors = [line for line in text.splitlines() if line.startswith("E: ")]
     assert not errors, "\n".join(errors[:40])
     assert re.search(r"^exit 0$", text, re.M), text[-2000:]

@@ -50,8 +50,8 @@ def write_config(host: Container, flow: dict[str, str]) -> str:
         "\n[spark]\nspark.driver.memory = 512m\n"
     )
     host.write_file("/etc/mirrord/mirrord.conf", conf, 0o640)
-    host.write_file("/etc/mirrord/consumer.properties",
-                    f"bootstrap.servers={flow['source']}\ngroup.id=mirrord-pkgtest\nauto.offset.reset=earliest\n", 0o640)
+    consumer = f"bootstrap.servers={flow['source']}\ngroup.id=mirrord-pkgtest\nauto.offset.reset=earliest\n"
+    host.write_file("/etc/mirrord/consumer.properties", consumer, 0o640)
     host.write_file("/etc/mirrord/producer.properties",
                     f"bootstrap.servers={flow['target']}\nacks=all\nenable.idempotence=true\n", 0o640)
     host.run("chgrp", "mirrord", "/etc/mirrord/mirrord.conf", "/etc/mirrord/consumer.properties",
