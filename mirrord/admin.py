@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from mirrord.errors import ClusterUnavailable, MirrordError
@@ -41,7 +41,9 @@ class Cluster:
     def __init__(self, name: str, settings: Mapping[str, str]):
         self.name = name
         self.bootstrap = settings.get("bootstrap.servers", "")
-        self.admin = AdminClient(dict(settings))
+        self.settings = dict(settings)
+        self.admin = AdminClient(self.settings)
+        self._groups: dict[str, Consumer] = {}
 
     def check(self, timeout: float = TIMEOUT) -> None:
         try:
@@ -70,26 +72,38 @@ class Cluster:
             return {(tp.topic, tp.partition): fut.result().offset for tp, fut in futures.items()}
         return retrying(call)
 
+    def _group_client(self, group: str):
+        """A consumer that never subscribes, used only to read and commit the group's offsets.
+
+        Not the AdminClient: its ListConsumerGroupOffsets crashes the process when the group
+        coordinator is still loading (librdkafka issue 5040); the consumer's path handles it.
+        """
+        client = self._groups.get(group)
+        if client is None:
+            client = self._groups[group] = Consumer(
+                {**self.settings, "group.id": group, "enable.auto.commit": False, "enable.partition.eof": False})
+        return client
+
     def committed(self, group: str, topics: Mapping[str, int]) -> dict[TP, int]:
         """The group's committed offsets for these topics' partitions (absent where none)."""
-        def call():  # a fresh request per attempt: confluent-kafka does not allow reusing one
-            request = [ConsumerGroupTopicPartitions(
-                group, [TopicPartition(t, p) for t, n in topics.items() for p in range(n)])]
-            return self.admin.list_consumer_group_offsets(request, request_timeout=TIMEOUT)[group].result()
-        return {(tp.topic, tp.partition): tp.offset for tp in retrying(call).topic_partitions if tp.offset >= 0}
+        tps = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
+        result = retrying(lambda: self._group_client(group).committed(tps, timeout=TIMEOUT))
+        return {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
 
     def commit(self, group: str, offsets: Mapping[TP, int]) -> None:
         """Commit next-offsets under `group`; the broker refuses while the group has live members."""
         if not offsets:
             return
-        def call():
-            request = [ConsumerGroupTopicPartitions(
-                group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])]
-            return self.admin.alter_consumer_group_offsets(request, request_timeout=TIMEOUT)[group].result()
-        result = retrying(call)
-        failed = [tp for tp in result.topic_partitions if tp.error is not None]
+        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        result = retrying(lambda: self._group_client(group).commit(offsets=tps, asynchronous=False))
+        failed = [tp for tp in result or () if tp.error is not None]
         if failed:
             raise MirrordError(f"committing group {group!r} on {self.name}: {failed[0].error}")
+
+    def close(self) -> None:
+        for client in self._groups.values():
+            client.close()
+        self._groups.clear()
 
 
 def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy: Policy) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -71,6 +72,8 @@ def _setup_logging(level: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Stopped before the daemon has started anything: nothing to finish, a clean exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     args = parser().parse_args(argv)
     _setup_logging(args.log_level)
     try:

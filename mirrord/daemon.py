@@ -183,6 +183,8 @@ class Daemon:
             log.warning("spark.master, [spark] and flow changes take effect at the next restart")
         self._stop_query()
         self.settings, self.flow = settings, flow
+        self.source.close()
+        self.target.close()
         self._connect()
         self._start_query()
         log.info("reloaded: topics matching %r", settings.whitelist)

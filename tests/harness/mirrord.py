@@ -57,6 +57,7 @@ class Mirrord:
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **(env or {})}
         self.log = config.parent / "mirrord.log"
         self.process: subprocess.Popen | None = None
+        self._log_start = 0
 
     @property
     def metrics_url(self) -> str:
@@ -66,6 +67,7 @@ class Mirrord:
         raise AssertionError("metrics disabled in this flow")
 
     def start(self) -> Mirrord:
+        self._log_start = self.log.stat().st_size if self.log.exists() else 0
         self.process = subprocess.Popen(
             [*mirrord_command(), "--config", str(self.config), *self.args],
             stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, cwd=ROOT, env=self.env,
@@ -74,7 +76,12 @@ class Mirrord:
         return self
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
+        """This process's output only (a restart appends to the same file)."""
+        if not self.log.exists():
+            return ""
+        with open(self.log, "rb") as f:
+            f.seek(self._log_start)
+            return f.read().decode(errors="replace")
 
     def wait_ready(self, timeout: float = 120) -> None:
         """Ready = the daemon logged that it is mirroring (READY=1 is sent at the same point)."""

@@ -111,3 +111,62 @@ def read_all(bootstrap: str, topic: str, timeout: float = 30) -> dict[int, list[
 
 def count(bootstrap: str, topic: str) -> int:
     return sum(end_offsets(bootstrap, topic).values())
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        n = topic_partitions(bootstrap, topic)
+        tps = c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10)
+        return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
+    finally:
+        c.close()
+
+
+def commit_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+class Trickle:
+    """Produces `total` numbered records at about `rate` per second, round-robin over partitions, in a thread."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, total: int, rate: float):
+        import threading
+
+        self.bootstrap, self.topic, self.partitions, self.total, self.rate = bootstrap, topic, partitions, total, rate
+        self.sent = 0
+        self.errors: list = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Trickle:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        p = producer(self.bootstrap)
+        started = time.monotonic()
+        for i in range(self.total):
+            if self._stop.is_set():
+                break
+            p.produce(self.topic, key=f"k{i}".encode(), value=f"seq-{i}".encode(), partition=i % self.partitions,
+                      headers=[("seq", str(i).encode())],
+                      on_delivery=lambda err, msg: err and self.errors.append(err))
+            self.sent += 1
+            p.poll(0)
+            ahead = (i + 1) / self.rate - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)
+        p.flush(60)
+
+    def join(self, timeout: float = 120) -> None:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "producer still running"
+        assert not self.errors, self.errors[:3]
+
+    def stop(self) -> None:
+        self._stop.set()

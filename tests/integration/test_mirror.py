@@ -1,4 +1,7 @@
-"""The mirror end to end: real source and target brokers, mirrord as a subprocess."""
+"""The mirror end to end: real source and target brokers, one mirrord subprocess for this module.
+
+The tests share the daemon (its whitelist is this module's topic prefix) and use distinct topics.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +10,27 @@ import time
 
 import pytest
 
+from tests.harness.kafka import run_class
 from tests.harness.mirrord import Mirrord, write_flow
-from tests.harness.records import (create_topic, end_offsets, produce, read_all, topic_partitions,
-                                   wait_until)
+from tests.harness.records import (
+    commit_offsets,
+    committed_offsets,
+    count,
+    create_topic,
+    end_offsets,
+    produce,
+    read_all,
+    topic_partitions,
+    wait_until,
+)
 
 DAY_MS = 86_400_000
 
 
 def varied_records(n: int, partitions: int, seed: int) -> list[dict]:
-    """Null keys and values, repeated and binary headers, old and odd timestamps: every edge a mirror can lose."""
+    """Null keys and values, repeated and binary headers, timestamps out of order: every edge a mirror can lose."""
     rnd = random.Random(seed)
+    now = int(time.time() * 1000)
     out = []
     for i in range(n):
         headers = None
@@ -27,58 +41,101 @@ def varied_records(n: int, partitions: int, seed: int) -> list[dict]:
             "key": None if i % 7 == 0 else f"k{i}".encode(),
             "value": None if i % 11 == 0 else rnd.randbytes(rnd.randint(0, 300)),
             "headers": headers,
-            # within retention (7 days), or the brokers would delete them; not in offset order
-            "timestamp": int(time.time() * 1000) - rnd.randint(0, DAY_MS),
+            "timestamp": now - rnd.randint(0, DAY_MS),  # within the brokers' 7-day retention
         })
     return out
 
 
-def assert_same_records(source: str, target: str, topic: str, target_topic: str | None = None) -> None:
+def assert_same_records(source: str, target: str, topic: str) -> None:
     src = read_all(source, topic)
-    dst = read_all(target, target_topic or topic)
-    assert topic_partitions(target, target_topic or topic) == len(src)
+    dst = read_all(target, topic)
+    assert topic_partitions(target, topic) == len(src)
     for p in src:
-        assert [r.fields() for r in dst[p]] == [r.fields() for r in src[p]], f"partition {p} differs"
-        assert all(r.timestamp_type == 1 for r in dst[p])  # CreateTime
+        assert [r.fields() for r in dst[p]] == [r.fields() for r in src[p]], f"{topic} partition {p} differs"
+        assert all(r.timestamp_type == 1 for r in dst[p]), "target timestamps must be CreateTime"
 
 
-@pytest.fixture
-def flow(kafka_pair, unique, tmp_path):
+@pytest.fixture(scope="module")
+def mirror(kafka_pair, tmp_path_factory):
+    """One daemon mirroring `mod-<pid>-.*` for the module; it must stop cleanly at the end."""
     source, target = kafka_pair
-    group = unique("group")
-    prefix = unique("fid")
+    prefix = f"mod-{time.monotonic_ns()}"
+    config = write_flow(tmp_path_factory.mktemp("flow"), source.bootstrap, target.bootstrap,
+                        f"{prefix}-(?!private).*", group=f"{prefix}-mirror")
+    daemon = Mirrord(config).start()
+    daemon.prefix = prefix
+    daemon.group = f"{prefix}-mirror"
+    try:
+        daemon.wait_ready()
+        yield daemon
+        assert daemon.stop() == 0, daemon.output()[-2000:]
+    finally:
+        daemon.stop()
 
-    def make(whitelist: str, **kw) -> Mirrord:
-        return Mirrord(write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, whitelist,
-                                  group=group, **kw))
-    make.group = group
-    make.prefix = prefix
-    return make
 
-
-def test_every_field_of_every_record_arrives_in_order_and_only_whitelisted_topics_are_mirrored(kafka_pair, flow):
+def test_every_field_of_every_record_arrives_in_order_and_only_whitelisted_topics_are_mirrored(kafka_pair, mirror):
     source, target = kafka_pair
-    p = flow.prefix
+    p = mirror.prefix
     topics = {f"{p}-orders": 3, f"{p}-payments": 2, f"{p}-single": 1}
     for t, n in topics.items():
         create_topic(source.bootstrap, t, n)
         produce(source.bootstrap, t, varied_records(400, n, seed=n))
     create_topic(source.bootstrap, f"{p}-private", 2)
     produce(source.bootstrap, f"{p}-private", varied_records(50, 2, seed=9))
+    for t in topics:
+        wait_until(lambda t=t: count(target.bootstrap, t) >= 400, 120, f"{t} mirrored")
+    for t, n in topics.items():  # and records produced while it runs
+        produce(source.bootstrap, t, varied_records(100, n, seed=n + 100))
+    for t in topics:
+        wait_until(lambda t=t: count(target.bootstrap, t) >= 500, 120, f"{t} streamed")
+    for t in topics:
+        assert_same_records(source.bootstrap, target.bootstrap, t)
+    assert topic_partitions(target.bootstrap, f"{p}-private") == 0
+    assert topic_partitions(target.bootstrap, "__consumer_offsets") == 4  # the target's own, untouched
 
-    daemon = flow(f"{p}-(orders|payments|single)").start()
+
+def test_a_topic_created_while_running_is_mirrored_without_restart(kafka_pair, mirror):
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-late"
+    wait_until(lambda: "records mirrored" in mirror.output(), 60, "the daemon's first status line")
+    create_topic(source.bootstrap, topic, 4)
+    produce(source.bootstrap, topic, varied_records(200, 4, seed=4))
+    wait_until(lambda: count(target.bootstrap, topic) >= 200, 120, "the new topic mirrored")
+    assert_same_records(source.bootstrap, target.bootstrap, topic)
+    assert mirror.alive()
+
+
+def test_mirrored_offsets_are_committed_under_the_consumer_group(kafka_pair, mirror):
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-committed"
+    create_topic(source.bootstrap, topic, 2)
+    produce(source.bootstrap, topic, varied_records(300, 2, seed=5))
+    ends = end_offsets(source.bootstrap, topic)
+    wait_until(lambda: committed_offsets(source.bootstrap, mirror.group, topic) == ends, 120,
+               f"group {mirror.group} at the end offsets {ends}")
+    # what an operator sees with Kafka's own tool
+    described = run_class("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                          "--bootstrap-server", source.bootstrap, "--describe", "--group", mirror.group)
+    rows = [line.split() for line in described.stdout.splitlines() if f" {topic} " in f" {line} "]
+    assert {(int(r[2]), int(r[3]), int(r[5])) for r in rows} == {(p, e, 0) for p, e in ends.items()}, described
+
+
+def test_first_start_resumes_from_the_groups_committed_offsets(kafka_pair, unique, tmp_path):
+    """A MirrorMaker 1 deployment with the same group.id switches over without re-copying."""
+    source, target = kafka_pair
+    topic, group = unique("switch"), unique("mm1-group")
+    create_topic(source.bootstrap, topic, 2)
+    records = varied_records(200, 2, seed=6)
+    produce(source.bootstrap, topic, records)
+    commit_offsets(source.bootstrap, group, topic, {0: 60, 1: 30})  # where MirrorMaker 1 stopped
+
+    daemon = Mirrord(write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group)).start()
     try:
         daemon.wait_ready()
-        for t in topics:
-            wait_until(lambda t=t: sum(end_offsets(target.bootstrap, t).values()) >= 400, 120, f"{t} mirrored")
-        # more records while it runs: the stream, not only the backlog
-        for t, n in topics.items():
-            produce(source.bootstrap, t, varied_records(100, n, seed=n + 100))
-        for t in topics:
-            wait_until(lambda t=t: sum(end_offsets(target.bootstrap, t).values()) >= 500, 120, f"{t} streamed")
-        for t in topics:
-            assert_same_records(source.bootstrap, target.bootstrap, t)
-        assert topic_partitions(target.bootstrap, f"{p}-private") == 0
+        wait_until(lambda: count(target.bootstrap, topic) >= 110, 120, "the rest of the topic mirrored")
+        src, dst = read_all(source.bootstrap, topic), read_all(target.bootstrap, topic)
+        assert [r.fields() for r in dst[0]] == [r.fields() for r in src[0][60:]]
+        assert [r.fields() for r in dst[1]] == [r.fields() for r in src[1][30:]]
         assert daemon.stop() == 0
     finally:
         daemon.stop()
