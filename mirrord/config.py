@@ -193,7 +193,7 @@ class Settings:
 
 def read_properties(path: Path) -> ClientConfig:
     try:
-        with open(path, encoding="utf-8") as fp:
+        with open(path, "rb") as fp:  # ISO-8859-1 with \uXXXX escapes, as java.util.Properties reads it
             props = javaproperties.load(fp)
     except FileNotFoundError:
         raise ConfigError(path, None, "file not found") from None
@@ -230,11 +230,13 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
     return parser
 
 
-def _section(parser: configparser.ConfigParser, name: str, path: Path) -> dict[str, str]:
+def _section(parser: configparser.ConfigParser, name: str, path: Path, is_setting) -> dict[str, str]:
+    """A section's settings; [DEFAULT] keys that are not settings are variables for ${...}."""
     if not parser.has_section(name):
         return {}
     try:
-        return dict(parser.items(name))
+        shared = parser.defaults()
+        return {k: v for k, v in parser.items(name) if k not in shared or is_setting(k)}
     except configparser.InterpolationError as exc:
         raise ConfigError(path, getattr(exc, "option", None), f"bad ${{...}} reference: {exc.message}") from None
 
@@ -253,11 +255,11 @@ def load(
     if config_file is not None:
         parser = _read_ini(config_file)
         base = config_file.parent
-        for key, value in _section(parser, SECTION, config_file).items():
+        for key, value in _section(parser, SECTION, config_file, KEYS.__contains__).items():
             if key not in KEYS:
                 raise ConfigError(config_file, key, f"unknown setting in [{SECTION}]")
             raw[key] = (value, Origin(str(config_file), key))
-        spark_conf = _section(parser, SPARK_SECTION, config_file)
+        spark_conf = _section(parser, SPARK_SECTION, config_file, lambda k: k.startswith("spark."))
         for key in spark_conf:
             if not key.startswith("spark."):
                 raise ConfigError(config_file, key, f"[{SPARK_SECTION}] takes Spark settings (spark.*) only")

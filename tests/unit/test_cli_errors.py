@@ -1,0 +1,103 @@
+"""Every invalid input: one line on stderr naming file, key and reason; exit 78; no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EX_CONFIG = 78
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mirrord", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "consumer.properties").write_text("bootstrap.servers=127.0.0.1:9\ngroup.id=g\n")
+    (tmp_path / "producer.properties").write_text("bootstrap.servers=127.0.0.1:9\n")
+    return tmp_path
+
+
+def mm1_flags(consumer="consumer.properties", producer="producer.properties", whitelist="orders"):
+    return ["--consumer.config", consumer, "--producer.config", producer, "--whitelist", whitelist]
+
+
+def assert_config_error(result: subprocess.CompletedProcess, *expected: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == EX_CONFIG, result.stderr
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mirrord: ")
+    for part in expected:
+        assert part in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_file(files):
+    assert_config_error(run(*mm1_flags(consumer="nope.properties"), cwd=files), "nope.properties", "file not found")
+
+
+def test_unreadable_file(files):
+    (files / "unreadable.properties").mkdir()
+    assert_config_error(run(*mm1_flags(producer="unreadable.properties"), cwd=files),
+                        "unreadable.properties", "is a directory")
+
+
+def test_properties_are_latin1_as_java_reads_them(files):
+    (files / "consumer.properties").write_bytes(b"bootstrap.servers=127.0.0.1:9\ngroup.id=caf\xe9\n")
+    assert run(*mm1_flags(), "--check", cwd=files).returncode == 0
+
+
+def test_missing_default_config_file(files):
+    assert_config_error(run("--config", "absent/mirrord.conf", cwd=files), "absent/mirrord.conf", "file not found")
+
+
+def test_properties_without_bootstrap_servers(files):
+    (files / "producer.properties").write_text("acks=all\n")
+    assert_config_error(run(*mm1_flags(), cwd=files), "producer.properties: bootstrap.servers: required")
+
+
+def test_invalid_regex(files):
+    assert_config_error(run(*mm1_flags(whitelist="prd-(a|b"), cwd=files),
+                        "command line: --whitelist: invalid regular expression")
+
+
+@pytest.mark.parametrize("value", ["three", "0", "-1"])
+def test_bad_num_streams(files, value):
+    assert_config_error(run(*mm1_flags(), "--num.streams", value, cwd=files),
+                        "--num.streams: must be a positive integer")
+
+
+def test_option_spark_cannot_take(files):
+    (files / "consumer.properties").write_text(
+        "bootstrap.servers=127.0.0.1:9\ngroup.id=g\ninterceptor.classes=com.example.Audit\n")
+    assert_config_error(run(*mm1_flags(), cwd=files), "consumer.properties: interceptor.classes:",
+                        "does not support consumer interceptors")
+
+
+def test_bad_value_in_mirrord_conf(files):
+    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = orders\noffset.commit.interval.ms = soon\n")
+    assert_config_error(run("--config", "mirrord.conf", cwd=files),
+                        "mirrord.conf: offset.commit.interval.ms: must be a positive integer")
+
+
+def test_unknown_flag_is_a_config_error(files):
+    assert_config_error(run(*mm1_flags(), "--num-streams", "2", cwd=files), "unrecognized arguments")
+
+
+def test_secrets_stay_out_of_error_messages(files):
+    (files / "producer.properties").write_text(
+        "bootstrap.servers=127.0.0.1:9\nsasl.mechanism=PLAIN\n"
+        'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required password="hunter2";\n')
+    result = run(*mm1_flags(), cwd=files)
+    assert_config_error(result, "sasl.jaas.config", "username")
+    assert "hunter2" not in result.stderr + result.stdout
+
+
+def test_check_accepts_a_valid_configuration(files):
+    result = run(*mm1_flags(), "--check", cwd=files)
+    assert (result.returncode, result.stdout.strip()) == (0, "mirrord: configuration OK"), result.stderr

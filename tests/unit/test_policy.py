@@ -1,0 +1,34 @@
+from mirrord.policy import IdentityPolicy, PrefixPolicy, is_internal, selects, subscribe_pattern
+
+
+def test_identity_keeps_the_name_and_prefix_adds_the_source_alias():
+    assert IdentityPolicy().target_topic("orders") == "orders"
+    assert PrefixPolicy("eu", "central").target_topic("orders") == "eu.orders"
+    assert PrefixPolicy("eu", "central", "_").target_topic("orders") == "eu_orders"
+
+
+def test_prefix_policy_refuses_copies_that_came_from_the_target():
+    policy = PrefixPolicy("left", "right")
+    assert policy.is_cycle("right.orders")
+    assert policy.is_cycle("other.right.orders")
+    assert not policy.is_cycle("orders")
+    assert not policy.is_cycle("orders.v1")
+    assert not policy.is_cycle("right")
+
+
+def test_subscribe_pattern_excludes_internal_topics_and_cycles():
+    pattern = subscribe_pattern(".*", PrefixPolicy("left", "right"))
+    assert selects(pattern, "orders")
+    assert selects(pattern, "orders.v1")
+    for topic in ("__consumer_offsets", "__transaction_state", "mm2-offset-syncs.right.internal",
+                  "right.orders", "x.right.orders"):
+        assert not selects(pattern, topic), topic
+    identity = subscribe_pattern("prd-(a|b)", IdentityPolicy())
+    assert selects(identity, "prd-a") and not selects(identity, "prd-ab") and not selects(identity, "xprd-a")
+
+
+def test_cycle_rule_and_regex_agree():
+    policy = PrefixPolicy("left", "right")
+    pattern = subscribe_pattern(".*", policy)
+    for topic in ("a", "right.a", "a.right", "a.right.b", "right", "rightish.a", "a.b.c", "left.right.a"):
+        assert selects(pattern, topic) == (not policy.is_cycle(topic) and not is_internal(topic)), topic
