@@ -110,6 +110,7 @@ def read_all(bootstrap: str, topic: str, timeout: float = 30) -> dict[int, list[
 
 
 def count(bootstrap: str, topic: str) -> int:
+    """Records in a topic (end offsets: no compaction or transactions in these tests); 0 if absent."""
     return sum(end_offsets(bootstrap, topic).values())
 
 
