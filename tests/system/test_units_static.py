@@ -9,6 +9,8 @@ import pytest
 
 from tests.system.units import UNITS, boot, install_from_tree
 
+pytestmark = pytest.mark.system
+
 MAX_EXPOSURE = 2.5
 
 
