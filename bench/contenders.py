@@ -1,0 +1,220 @@
+"""The mirrors under test: how to start each one for one run (a regex of topics, a fresh work dir).
+
+Every contender gets the same producer tuning (PRODUCER), reads from the earliest offset and is
+started fresh for each run, with state (group id, cluster aliases, checkpoints) no earlier run used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.harness.kafka import LOG4J2, free_port, java
+
+ROOT = Path(__file__).resolve().parents[1]
+JARS = ROOT / ".cache" / "jars"
+VENV = ROOT / ".venv"
+
+# One producer tuning for every contender and for the limit: acks=all with idempotence (mirrord's
+# default delivery), batches up to 256 KiB, linger 5 ms (the Java clients' default since 4.0), no compression.
+PRODUCER = {
+    "acks": "all",
+    "enable.idempotence": "true",
+    "max.in.flight.requests.per.connection": "5",
+    "linger.ms": "5",
+    "batch.size": "262144",
+    "compression.type": "none",
+}
+
+
+@dataclass
+class Ctx:
+    source: str
+    target: str
+    partitions: int
+    streams: int
+
+
+@dataclass
+class Run:
+    """One contender process copying `topics` (all existing before it starts) into the target."""
+
+    id: str
+    topics: list[str]
+    workdir: Path
+    follow: bool = False  # a stream that keeps coming (else a backfill: a contender may stop at the end)
+
+    @property
+    def pattern(self) -> str:
+        return "|".join(re.escape(t) for t in self.topics)
+
+
+def properties(path: Path, props: dict[str, str]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+@dataclass
+class Contender:
+    name: str
+    label: str
+    creates_topics: bool = True  # else the bench creates the target topics (brokers do not auto-create)
+    keeps_partitions: bool = True  # else completion compares total record counts, not partitions
+
+    def available(self) -> str | None:
+        """None when it can run here, else why not."""
+        return None
+
+    def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        raise NotImplementedError
+
+
+@dataclass
+class MirrorMaker2(Contender):
+    name: str = "mm2"
+    label: str = "MirrorMaker 2 (dedicated, 4.2.0)"
+
+    def available(self) -> str | None:
+        return None if any((JARS / "mm2").glob("connect-mirror-4*.jar")) else "connect-mirror jars missing"
+
+    def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        src, tgt = f"src{run.id}", f"tgt{run.id}"  # fresh aliases: fresh internal topics and offsets
+        props = {
+            "clusters": f"{src}, {tgt}",
+            f"{src}.bootstrap.servers": ctx.source,
+            f"{tgt}.bootstrap.servers": ctx.target,
+            f"{src}->{tgt}.enabled": "true",
+            f"{tgt}->{src}.enabled": "false",
+            f"{src}->{tgt}.topics": ",".join(run.topics),
+            "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+            "tasks.max": str(ctx.partitions),
+            "emit.heartbeats.enabled": "false",
+            "emit.checkpoints.enabled": "false",
+            "sync.group.offsets.enabled": "false",
+            "sync.topic.configs.enabled": "false",
+            "sync.topic.acls.enabled": "false",
+            "refresh.groups.enabled": "false",
+            "replication.factor": "1",
+            "offset-syncs.topic.replication.factor": "1",
+            "checkpoints.topic.replication.factor": "1",
+            "heartbeats.topic.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "config.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            f"{src}.consumer.auto.offset.reset": "earliest",
+            **{f"{tgt}.producer.{k}": v for k, v in PRODUCER.items()},
+        }
+        config = properties(run.workdir / "mm2.properties", props)
+        log4j = run.workdir / "log4j2.properties"
+        log4j.write_text(LOG4J2.format(log=run.workdir / "mm2.log"))
+        return ([java(), "-Xms256M", "-Xmx2G", "-XX:+UseG1GC", f"-Dlog4j2.configurationFile={log4j}",
+                 "-cp", str(JARS / "mm2" / "*"), "org.apache.kafka.connect.mirror.MirrorMaker", str(config)], {})
+
+
+@dataclass
+class MirrorMaker1(Contender):
+    name: str = "mm1"
+    label: str = "MirrorMaker 1 (3.9.1)"
+    creates_topics: bool = False
+    keeps_partitions: bool = False
+
+    def available(self) -> str | None:
+        return None if any((JARS / "mm1").glob("kafka_2.13-3.9*.jar")) else "kafka 3.9 jars missing"
+
+    def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        consumer = properties(run.workdir / "consumer.properties", {
+            "bootstrap.servers": ctx.source, "group.id": f"bench-mm1-{run.id}", "auto.offset.reset": "earliest"})
+        producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER})
+        return ([java(), "-Xmx1G", "-XX:+UseG1GC", "-cp", str(JARS / "mm1" / "*"), "kafka.tools.MirrorMaker",
+                 "--consumer.config", str(consumer), "--producer.config", str(producer),
+                 "--include", run.pattern, "--num.streams", str(ctx.streams)], {})
+
+
+@dataclass
+class Kcat(Contender):
+    name: str = "kcat"
+    label: str = "kcat → kcat pipe (floor)"
+    creates_topics: bool = False
+    keeps_partitions: bool = False
+
+    def available(self) -> str | None:
+        return None if shutil.which("kcat") else "kcat not installed (Debian package kcat)"
+
+    def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        if len(run.topics) != 1:
+            raise ValueError("the kcat pipe copies one topic")
+        topic = run.topics[0]
+        tune = " ".join(f"-X {k}={v}" for k, v in PRODUCER.items())
+        # The producer side reads its input in blocks. A stream (-u) leaves no output buffered in the
+        # consumer; a backfill (-e) ends at the end, so the producer gets EOF and sends its last block.
+        mode = "-u" if run.follow else "-e"
+        pipe = (f"kcat -C -q {mode} -b {ctx.source} -t {topic} -o beginning -f '%s\\n' "
+                f"| kcat -P -b {ctx.target} -t {topic} {tune}")
+        return (["bash", "-c", pipe], {})
+
+
+def _spark_env() -> dict[str, str]:
+    py = str(VENV / "bin" / "python")
+    return {"PYSPARK_PYTHON": py, "PYSPARK_DRIVER_PYTHON": py, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@dataclass
+class SparkBuiltin(Contender):
+    name: str = "spark-builtin"
+    label: str = "spark built-in sink (loses timestamps)"
+    creates_topics: bool = False
+
+    def available(self) -> str | None:
+        return None if any((JARS / "spark").glob("spark-sql-kafka-0-10_2.13-*.jar")) else "spark kafka jars missing"
+
+    def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        return ([sys.executable, "-m", "bench.spark_builtin", "--source", ctx.source, "--target", ctx.target,
+                 "--pattern", run.pattern, "--checkpoint", str(run.workdir / "checkpoint"),
+                 "--master", f"local[{ctx.streams}]",
+                 *[f"--producer={k}={v}" for k, v in PRODUCER.items()]],
+                _spark_env())
+
+
+@dataclass
+class Mirrord(Contender):
+    """mirrord through its MirrorMaker-1 style command line; `conf` adds [mirrord] keys for other modes."""
+
+    name: str = "mirrord"
+    label: str = "mirrord (default sink)"
+    conf: dict[str, str] = field(default_factory=dict)
+
+    def available(self) -> str | None:
+        return None if (VENV / "bin" / "mirrord").exists() else "mirrord is not installed in .venv"
+
+    def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        consumer = properties(run.workdir / "consumer.properties", {
+            "bootstrap.servers": ctx.source, "group.id": f"bench-mirrord-{run.id}", "auto.offset.reset": "earliest"})
+        producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER})
+        settings = {
+            "consumer.config": str(consumer), "producer.config": str(producer), "whitelist": run.pattern,
+            "num.streams": str(ctx.streams), "state.dir": str(run.workdir / "state"),
+            "metrics.listen": f"127.0.0.1:{free_port()}", "flow": f"bench{run.id}",
+        }
+        mirrord = str(VENV / "bin" / "mirrord")
+        if not self.conf:
+            return [mirrord, *[a for k, v in settings.items() for a in (f"--{k}", v)]], _spark_env()
+        conf = run.workdir / "mirrord.conf"
+        conf.write_text("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in {**settings, **self.conf}.items()))
+        return [mirrord, "--config", str(conf)], _spark_env()
+
+
+def all_contenders() -> list[Contender]:
+    """Every contender, in the order they run; mirrord's extra modes come from BENCH_MIRRORD_MODES.
+
+    BENCH_MIRRORD_MODES is `name:key=value,key=value;name2:...`, each a mirrord.conf [mirrord] variant."""
+    out: list[Contender] = [MirrorMaker2(), Mirrord()]
+    for spec in filter(None, os.environ.get("BENCH_MIRRORD_MODES", "").split(";")):
+        name, _, kvs = spec.partition(":")
+        conf = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)
+        out.append(Mirrord(name=f"mirrord-{name}", label=f"mirrord ({name})", conf=conf))
+    out += [SparkBuiltin(), MirrorMaker1(), Kcat()]
+    return out

@@ -1,0 +1,119 @@
+"""What a contender costs: peak RSS and CPU seconds of its whole process tree, read from /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[int, int, int] | None:
+    """(ppid, utime+stime ticks, rss pages) of one process, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(b")") + 2:].split()
+    # fields[0] is field 3 of proc(5): state; ppid is 4, utime 14, stime 15, rss 24.
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[21])
+
+
+def tree(root: int) -> dict[int, tuple[int, int]]:
+    """pid -> (cpu ticks, rss pages) for root and all its descendants."""
+    stats = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = _stat(int(name))
+            if st:
+                stats[int(name)] = st
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            out[pid] = stats[pid][1:]
+            todo.extend(children.get(pid, ()))
+    return out
+
+
+@dataclass
+class Usage:
+    cpu_seconds: float
+    peak_rss_bytes: int
+
+
+class TreeSampler:
+    """Samples a process tree every `interval` seconds on a thread of its own.
+
+    CPU is the sum over every process ever seen of its last sampled utime+stime, so processes
+    that exit during the run still count (up to their last sample)."""
+
+    def __init__(self, root: int, interval: float = 0.5):
+        self.root = root
+        self.interval = interval
+        self._cpu: dict[int, int] = {}
+        self._peak_rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def sample(self) -> None:
+        procs = tree(self.root)
+        for pid, (cpu, _) in procs.items():
+            self._cpu[pid] = max(cpu, self._cpu.get(pid, 0))
+        self._peak_rss = max(self._peak_rss, sum(rss for _, rss in procs.values()) * PAGE)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def stop(self) -> Usage:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+        return Usage(sum(self._cpu.values()) / TICK, self._peak_rss)
+
+
+def terminate(proc: subprocess.Popen, grace: float = 20) -> None:
+    """Stop a process started with start_new_session=True, with everything it started."""
+    if proc.poll() is not None:
+        _killpg(proc.pid, signal.SIGKILL)
+        return
+    _killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    _killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

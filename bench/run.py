@@ -1,0 +1,429 @@
+"""`make bench`: the limit, MirrorMaker 2, mirrord and the reference contenders on one pair of brokers.
+
+One source and one target broker serve the whole run. The backfill topics are loaded once into the
+source; each contender then copies them into a fresh target topic (deleted afterwards), started
+fresh with state of its own. Repetitions are interleaved (rep 1 of everyone, then rep 2, ...) so
+that drift on the machine hits all contenders alike, and ratios are taken pair by pair per rep.
+Raw results go to bench/results/<time>.json; the tables in BENCHMARKS.md are regenerated from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from bench import report
+from bench.cluster import Cluster
+from bench.contenders import JARS, PRODUCER, ROOT, Contender, Ctx, Run, all_contenders
+from bench.latency import PROBE, encode
+from bench.procs import TICK, TreeSampler, terminate
+from tests.harness.kafka import KafkaBroker, java
+
+SIZES = {"backfill-100": 100, "backfill-1024": 1024}
+WORKLOADS = [*SIZES, "steady"]
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Config:
+    reps: int = 3
+    records: dict[str, int] = field(default_factory=lambda: {"backfill-100": 3_000_000, "backfill-1024": 750_000})
+    partitions: int = 12
+    streams: int = 2
+    rate: float = 10_000
+    steady_seconds: float = 20
+    warmup_seconds: float = 5
+    run_timeout: float = 90
+    startup_timeout: float = 180
+    contenders: dict[str, list[str]] = field(default_factory=dict)  # name -> its workloads ([] = all)
+    workloads: list[str] = field(default_factory=lambda: list(WORKLOADS))
+    limit: bool = True
+    budget_minutes: float = 50
+
+
+class Bench:
+    def __init__(self, cfg: Config, workdir: Path):
+        self.cfg = cfg
+        self.workdir = workdir
+        self.source_broker = KafkaBroker("source", workdir / "source", heap="1g")
+        self.target_broker = KafkaBroker("target", workdir / "target", heap="1g")
+        self.source: Cluster
+        self.target: Cluster
+        self.ctx: Ctx
+        self.tag = f"bench{uuid.uuid4().hex[:6]}"  # topic names of this invocation, apart from anyone else's
+
+    def start(self, brokers: tuple[str, str] | None = None) -> None:
+        """Start the pair, or (for debugging the harness) use two brokers already running."""
+        if brokers is None:
+            self.source_broker.launch()
+            self.target_broker.launch()
+            self.source_broker.wait_ready()
+            self.target_broker.wait_ready()
+            brokers = (self.source_broker.bootstrap, self.target_broker.bootstrap)
+        self.source, self.target = Cluster(brokers[0]), Cluster(brokers[1])
+        self.ctx = Ctx(self.source.bootstrap, self.target.bootstrap, self.cfg.partitions, self.cfg.streams)
+
+    def stop(self) -> None:
+        if self.source_broker.process is None and hasattr(self, "source"):  # someone else's brokers (--brokers)
+            self.source.delete(*[t for t in self.source.topics() if t.startswith(self.tag)])
+        self.source_broker.destroy()
+        self.target_broker.destroy()
+
+    # --- the load and the limit: Kafka's own perf tools ---------------------------------------------
+
+    def _tool(self, main: str, args: list[str], logname: str) -> tuple[str, dict]:
+        out = self.workdir / logname
+        with open(out, "w") as f:
+            proc = subprocess.Popen([java(), "-Xmx1G", "-cp", str(JARS / "kafka" / "*"), main, *args],
+                                    stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+            sampler = TreeSampler(proc.pid, 0.25).start()
+            rc = proc.wait(timeout=self.cfg.run_timeout * 4)
+            usage = sampler.stop()
+        text = out.read_text()
+        if rc != 0:
+            raise RuntimeError(f"{main} exited {rc}: {text[-2000:]}")
+        return text, {"cpu_seconds": usage.cpu_seconds, "peak_rss_bytes": usage.peak_rss_bytes}
+
+    def produce_perf(self, bootstrap: str, topic: str, records: int, size: int, props: dict[str, str],
+                     tag: str) -> dict:
+        text, usage = self._tool("org.apache.kafka.tools.ProducerPerformance", [
+            "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+            "--producer-props", f"bootstrap.servers={bootstrap}", *[f"{k}={v}" for k, v in props.items()],
+        ], f"producer-perf-{tag}.log")
+        m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", text)
+        if not m:
+            raise RuntimeError(f"no summary from ProducerPerformance: {text[-1000:]}")
+        return {"records": int(m[-1][0]), "records_per_s": float(m[-1][1]), **usage}
+
+    def consume_perf(self, topic: str, records: int, tag: str) -> dict:
+        text, usage = self._tool("org.apache.kafka.tools.ConsumerPerformance", [
+            "--bootstrap-server", self.source.bootstrap, "--topic", topic, "--num-records", str(records),
+            "--timeout", "30000", "--group", f"bench-limit-{uuid.uuid4().hex[:8]}",
+        ], f"consumer-perf-{tag}.log")
+        lines = [ln for ln in text.splitlines() if ln.count(",") >= 9]
+        row = dict(zip([h.strip() for h in lines[0].split(",")], [v.strip() for v in lines[-1].split(",")],
+                       strict=True))
+        return {"records": int(row["data.consumed.in.nMsg"]), "records_per_s": float(row["fetch.nMsg.sec"]),
+                "records_per_s_with_join": float(row["nMsg.sec"]), **usage}
+
+    def preload(self) -> dict:
+        out = {}
+        for workload, size in SIZES.items():
+            if workload not in self.cfg.workloads:
+                continue
+            topic = self.backfill_topic(workload)
+            n = self.cfg.records[workload]
+            self.source.delete(topic)
+            self.source.create(topic, self.cfg.partitions)
+            log(f"preloading {n} records of {size} B into source topic {topic}")
+            t = time.monotonic()
+            res = self.produce_perf(self.source.bootstrap, topic, n, size,
+                                    {**PRODUCER, "acks": "1", "enable.idempotence": "false"}, f"preload-{size}")
+            total = sum(self.source.end_offsets(topic).values())
+            if total != n:
+                raise RuntimeError(f"preload of {topic}: {total} records on the source, expected {n}")
+            out[workload] = {**res, "seconds": time.monotonic() - t}
+        return out
+
+    def backfill_topic(self, workload: str) -> str:
+        return f"{self.tag}-bf{SIZES[workload]}"
+
+    def limit(self, rep: int) -> dict:
+        out = {}
+        for workload, size in SIZES.items():
+            if workload not in self.cfg.workloads:
+                continue
+            n = self.cfg.records[workload]
+            topic = f"{self.tag}-limit{size}r{rep}"
+            self.target.create(topic, self.cfg.partitions)
+            produce = self.produce_perf(self.target.bootstrap, topic, n, size, PRODUCER, f"{size}-r{rep}")
+            self.target.delete(topic)
+            consume = self.consume_perf(self.backfill_topic(workload), n, f"{size}-r{rep}")
+            rate = min(produce["records_per_s"], consume["records_per_s"])
+            out[workload] = {"produce": produce, "consume": consume, "records_per_s": rate,
+                             "mb_per_s": rate * size / 1e6}
+            log(f"limit {workload}: produce {produce['records_per_s']:,.0f}/s, "
+                f"consume {consume['records_per_s']:,.0f}/s")
+        return out
+
+    # --- one contender run ---------------------------------------------------------------------------
+
+    def _launch(self, c: Contender, run: Run) -> tuple[subprocess.Popen, TreeSampler]:
+        run.workdir.mkdir(parents=True, exist_ok=True)
+        argv, env = c.command(self.ctx, run)
+        logf = open(run.workdir / "contender.log", "w")
+        proc = subprocess.Popen(argv, env={**os.environ, **env}, cwd=ROOT, stdout=logf, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        logf.close()
+        return proc, TreeSampler(proc.pid).start()
+
+    def _finish(self, proc: subprocess.Popen, sampler: TreeSampler, run: Run) -> dict:
+        usage = sampler.stop()
+        terminate(proc)
+        for cluster in (self.source, self.target):  # the run's topics and any internal topics named after it
+            mine = [t for t in cluster.topics() if run.id in t or (cluster is self.target and t in run.topics)]
+            cluster.delete(*mine)
+        return {"cpu_seconds": usage.cpu_seconds, "peak_rss_bytes": usage.peak_rss_bytes,
+                "log": str(run.workdir / "contender.log")}
+
+    def _fail_if_exited(self, proc: subprocess.Popen, run: Run) -> None:
+        """A contender that stopped with an error ends the run (one that finished cleanly may have copied all)."""
+        if proc.poll():
+            tail = (run.workdir / "contender.log").read_text(errors="replace")[-1500:]
+            raise RuntimeError(f"contender exited with {proc.returncode}:\n{tail}")
+
+    def backfill(self, c: Contender, workload: str, rep: int) -> dict:
+        topic = self.backfill_topic(workload)
+        run = Run(uuid.uuid4().hex[:8], [topic], self.workdir / f"r{rep}-{c.name}-{workload}")
+        if not c.creates_topics:
+            self.target.create(topic, self.cfg.partitions)
+        want = self.source.end_offsets(topic)
+        total = sum(want.values())
+        t_launch = time.monotonic()
+        proc, sampler = self._launch(c, run)
+        t_first = t_done = None
+        first_copied = copied = 0
+        status = "ok"
+        try:
+            while True:
+                now = time.monotonic()
+                ends = self.target.end_offsets(topic)
+                copied = sum(ends.values())
+                if copied and t_first is None:
+                    t_first, first_copied = now, copied
+                if (all(ends.get(p, 0) >= e for p, e in want.items()) if c.keeps_partitions else copied >= total):
+                    t_done = now
+                    break
+                self._fail_if_exited(proc, run)
+                limit = self.cfg.startup_timeout if t_first is None else self.cfg.run_timeout
+                if now - (t_launch if t_first is None else t_first) > limit:
+                    status, t_done = "timeout", now
+                    break
+                time.sleep(0.2)
+        finally:
+            res = self._finish(proc, sampler, run)
+        moved = copied - first_copied
+        secs = (t_done - t_first) if t_first else 0.0
+        rate = moved / secs if secs > 0 else 0.0
+        size = SIZES[workload]
+        res.update(status=status, records=total, copied=copied, seconds=secs, records_per_s=rate,
+                   mb_per_s=rate * size / 1e6, startup_seconds=(t_first - t_launch) if t_first else None,
+                   wall_seconds=t_done - t_launch)
+        return res
+
+    def steady(self, c: Contender, rep: int) -> dict:
+        run = Run(uuid.uuid4().hex[:8], [], self.workdir / f"r{rep}-{c.name}-steady", follow=True)
+        topic = f"{self.tag}-lat{run.id}"
+        run.topics.append(topic)
+        self.source.create(topic, self.cfg.partitions)
+        if not c.creates_topics:
+            self.target.create(topic, self.cfg.partitions)
+        t_launch = time.monotonic()
+        proc, sampler = self._launch(c, run)
+        consumer = None
+        try:
+            probe = Producer({"bootstrap.servers": self.source.bootstrap, "linger.ms": 0, "log_level": 4})
+            seq = 0
+            while not sum(self.target.end_offsets(topic).values()):
+                self._fail_if_exited(proc, run)
+                if time.monotonic() - t_launch > self.cfg.startup_timeout:
+                    raise TimeoutError(f"{c.name} copied nothing in {self.cfg.startup_timeout}s")
+                probe.produce(topic, encode(time.time_ns(), PROBE, seq, 100), partition=seq % self.cfg.partitions)
+                probe.flush(5)
+                seq += 1
+                time.sleep(0.1)
+            startup = time.monotonic() - t_launch
+            py = [sys.executable, "-m", "bench.latency"]
+            common = ["--topic", topic, "--partitions", str(self.cfg.partitions)]
+            consumer = subprocess.Popen([*py, "consume", *common, "--bootstrap", self.target.bootstrap,
+                                         "--grace", "60"],
+                                        cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            consumer.stdout.readline()
+            produced = subprocess.run(
+                [*py, "produce", *common, "--bootstrap", self.source.bootstrap, "--rate", str(self.cfg.rate),
+                 "--seconds", str(self.cfg.steady_seconds), "--warmup", str(self.cfg.warmup_seconds)],
+                cwd=ROOT, text=True, capture_output=True, check=True,
+                timeout=self.cfg.steady_seconds + self.cfg.warmup_seconds + 120)
+            sent = json.loads(produced.stdout.strip().splitlines()[-1])
+            out, _ = consumer.communicate(f"{sent['measured']}\n", timeout=120)
+            lat = json.loads(out.strip().splitlines()[-1])
+        finally:
+            if consumer and consumer.poll() is None:
+                consumer.kill()
+            res = self._finish(proc, sampler, run)
+        achieved = sent["sent"] / sent["seconds"]
+        res.update(status="ok" if not lat["missing"] else "missing", startup_seconds=startup,
+                   rate=self.cfg.rate, achieved_rate=achieved, **lat)
+        return res
+
+
+def _busy_ticks() -> int:
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    return user + nice + system + irq + softirq + steal
+
+
+def _first_line(argv: list[str]) -> str:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return (p.stdout or p.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "n/a"
+
+
+def _kcat_version() -> str:
+    try:
+        text = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10).stdout
+    except OSError:
+        return "n/a"
+    m = re.search(r"[Vv]ersion (\S+).*?librdkafka (\S+)", text)
+    return f"{m.group(1)} (librdkafka {m.group(2)})" if m else "n/a"
+
+
+def machine() -> dict:
+    import confluent_kafka
+    import pyspark
+
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    model = re.search(r"model name\s*:\s*(.*)", cpuinfo)
+    mem = re.search(r"MemTotal:\s*(\d+)", Path("/proc/meminfo").read_text())
+    osrel = re.search(r'PRETTY_NAME="([^"]*)"', Path("/etc/os-release").read_text())
+    jar = lambda d, prefix: next((p.name[len(prefix):-4] for p in sorted((JARS / d).glob(f"{prefix}*.jar"))), "n/a")  # noqa: E731
+    return {
+        "cpu": model.group(1) if model else platform.processor(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(int(mem.group(1)) / 2**20, 1) if mem else None,
+        "os": osrel.group(1) if osrel else platform.platform(),
+        "kernel": platform.release(),
+        "java": _first_line([java(), "-version"]),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "confluent_kafka": confluent_kafka.__version__,
+        "librdkafka": confluent_kafka.libversion()[0],
+        "kafka_broker": jar("kafka", "kafka_2.13-"),
+        "connect_mirror": jar("mm2", "connect-mirror-"),
+        "mirrormaker1": jar("mm1", "kafka_2.13-"),
+        "spark_sql_kafka": jar("spark", "spark-sql-kafka-0-10_2.13-"),
+        "kcat": _kcat_version(),
+        "mirrord_commit": _first_line(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs", "--", "mirrord"]),
+    }
+
+
+def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
+    d = Config()
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=d.reps, help="repetitions of every run (default %(default)s)")
+    ap.add_argument("--records-100", type=int, default=d.records["backfill-100"], help="backfill records of 100 B")
+    ap.add_argument("--records-1024", type=int, default=d.records["backfill-1024"], help="backfill records of 1 KiB")
+    ap.add_argument("--partitions", type=int, default=d.partitions)
+    ap.add_argument("--streams", type=int, default=d.streams, help="num.streams / local[N] / MM1 streams")
+    ap.add_argument("--rate", type=float, default=d.rate, help="steady stream, records/s")
+    ap.add_argument("--steady-seconds", type=float, default=d.steady_seconds, help="measured part of the stream")
+    ap.add_argument("--warmup-seconds", type=float, default=d.warmup_seconds, help="unmeasured start of the stream")
+    ap.add_argument("--run-timeout", type=float, default=d.run_timeout,
+                    help="a backfill copying longer than this ends, its rate taken from what it copied")
+    ap.add_argument("--contenders", default="",
+                    help="comma-separated names, each optionally with its own workloads: "
+                         "mm2,mirrord:steady+backfill-100 (default: all available, all workloads)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--no-limit", action="store_true", help="skip the perf-tool limit")
+    ap.add_argument("--budget-minutes", type=float, default=d.budget_minutes,
+                    help="start no repetition that would, at the last one's pace, end after this")
+    ap.add_argument("--doc", default=str(ROOT / "BENCHMARKS.md"), help="file whose tables to regenerate ('' = none)")
+    ap.add_argument("--brokers", default="", help="SOURCE,TARGET bootstrap of running brokers (debugging)")
+    ap.add_argument("--results", default=str(ROOT / "bench" / "results"), help="directory for raw JSON and logs")
+    a = ap.parse_args(argv)
+    cfg = Config(reps=a.reps, records={"backfill-100": a.records_100, "backfill-1024": a.records_1024},
+                 partitions=a.partitions, streams=a.streams, rate=a.rate, steady_seconds=a.steady_seconds,
+                 warmup_seconds=a.warmup_seconds, run_timeout=a.run_timeout,
+                 workloads=[w for w in a.workloads.split(",") if w], limit=not a.no_limit,
+                 budget_minutes=a.budget_minutes)
+    for spec in filter(None, a.contenders.split(",")):
+        name, _, only = spec.partition(":")
+        cfg.contenders[name] = [w for w in only.split("+") if w]
+    unknown = (set(cfg.workloads) | {w for ws in cfg.contenders.values() for w in ws}) - set(WORKLOADS)
+    if unknown:
+        ap.error(f"unknown workloads {sorted(unknown)}; known: {WORKLOADS}")
+    return cfg, a
+
+
+def main(argv: list[str] | None = None) -> dict:
+    cfg, a = parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: stop the contender, then the brokers
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    outdir = Path(a.results) / stamp
+    outdir.mkdir(parents=True, exist_ok=True)
+    contenders = [c for c in all_contenders() if not cfg.contenders or c.name in cfg.contenders]
+    missing = set(cfg.contenders) - {c.name for c in contenders}
+    if missing:
+        raise SystemExit(f"unknown contenders {sorted(missing)}; known: {[c.name for c in all_contenders()]}")
+    skipped = {c.name: why for c in contenders if (why := c.available())}
+    contenders = [c for c in contenders if c.name not in skipped]
+    for name, why in skipped.items():
+        log(f"skipping {name}: {why}")
+
+    results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "config": asdict(cfg),
+                     "producer": PRODUCER, "machine": machine(), "skipped": skipped,
+                     "contenders": {c.name: c.label for c in contenders}, "reps": []}
+    log(f"{len(contenders)} contenders x {cfg.workloads} x {cfg.reps} reps; results in {outdir}")
+    t0, busy0, last_rep = time.monotonic(), _busy_ticks(), 0.0
+    ours = TreeSampler(os.getpid(), 1.0).start()
+    with tempfile.TemporaryDirectory(prefix="mirrord-bench-") as tmp:
+        bench = Bench(cfg, Path(tmp))
+        try:
+            bench.start(tuple(a.brokers.split(",")) if a.brokers else None)
+            bench.workdir = outdir  # configs and logs of the runs are kept; broker data stays in tmp
+            results["preload"] = bench.preload()
+            for rep in range(1, cfg.reps + 1):
+                rep_started = time.monotonic()
+                if rep > 1 and rep_started - t0 + last_rep > cfg.budget_minutes * 60:
+                    results["stopped_early"] = f"after {rep - 1} of {cfg.reps} repetitions, to stay within " \
+                                               f"{cfg.budget_minutes:.0f} min"
+                    log(f"stopping {results['stopped_early']}")
+                    break
+                entry: dict = {"rep": rep, "limit": bench.limit(rep) if cfg.limit else {}, "runs": {}}
+                results["reps"].append(entry)
+                shift = (rep - 1) % max(1, len(contenders))
+                for c in contenders[shift:] + contenders[:shift]:
+                    for w in [w for w in cfg.workloads if w in (cfg.contenders.get(c.name) or cfg.workloads)]:
+                        log(f"rep {rep}: {c.name} {w}")
+                        try:
+                            res = bench.steady(c, rep) if w == "steady" else bench.backfill(c, w, rep)
+                        except Exception as e:  # noqa: BLE001 - one failed run is reported, the bench goes on
+                            res = {"status": "failed", "error": f"{type(e).__name__}: {e}"[-1500:]}
+                        entry["runs"].setdefault(c.name, {})[w] = res
+                        log(f"  -> {report.brief(w, res)}")
+                last_rep = time.monotonic() - rep_started
+        finally:
+            bench.stop()
+    usage = ours.stop()
+    wall = time.monotonic() - t0
+    busy = (_busy_ticks() - busy0) / TICK
+    results.update(wall_seconds=wall, cpu_seconds_all=busy, cpu_seconds_bench=usage.cpu_seconds,
+                   cpu_seconds_other=max(0.0, busy - usage.cpu_seconds))
+    (outdir / "results.json").write_text(json.dumps(results, indent=1))
+    log(f"done in {wall / 60:.1f} min; raw results {outdir / 'results.json'}")
+    if a.doc:
+        report.update_doc(Path(a.doc), report.render(results))
+        log(f"tables regenerated in {a.doc}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

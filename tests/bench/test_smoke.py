@@ -1,0 +1,44 @@
+"""The bench harness end to end on a tiny workload, so that `make bench` cannot rot between runs.
+
+No speed is asserted: only that every path of the harness (preload, limit, backfill, steady stream,
+process sampling, report) works against the session's brokers and every contender it knows.
+The Spark-based contenders and the JVM mirrors start slowly, so each runs one workload here, and
+only the 100 B backfill and the stream run: about 1.5 min on an idle 2-core machine.
+"""
+
+from __future__ import annotations
+
+from bench import report, run
+
+PLAN = "kcat,mm1:backfill-100,mm2:backfill-100,mirrord:steady,spark-builtin:backfill-100"
+
+
+def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_path):
+    source, target = kafka_pair
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text(f"# Benchmarks\n\nprose\n\n{report.BEGIN}\nold tables\n{report.END}\n\nmore prose\n")
+
+    results = run.main([
+        "--brokers", f"{source.bootstrap},{target.bootstrap}", "--contenders", PLAN, "--reps", "1",
+        "--workloads", "backfill-100,steady", "--records-100", "3000", "--rate", "200", "--warmup-seconds", "1",
+        "--steady-seconds", "2", "--run-timeout", "60", "--doc", str(doc), "--results", str(tmp_path / "results"),
+    ])
+
+    runs = results["reps"][0]["runs"]
+    failed = {(c, w): r["error"] for c, ws in runs.items() for w, r in ws.items() if r["status"] == "failed"}
+    assert not failed
+    assert not results["skipped"], "a contender could not run: its jars or package are missing"
+    assert {c: sorted(ws) for c, ws in runs.items()} == {
+        "kcat": ["backfill-100", "steady"], "mm1": ["backfill-100"], "mm2": ["backfill-100"],
+        "mirrord": ["steady"], "spark-builtin": ["backfill-100"]}
+    for workload, res in [(w, r) for ws in runs.values() for w, r in ws.items()]:
+        assert res["cpu_seconds"] > 0 and res["peak_rss_bytes"] > 0
+        if workload == "steady":
+            assert res["received"] == res["expected"] > 0
+        else:
+            assert res["status"] == "ok" and res["copied"] >= res["records"]
+    assert set(results["reps"][0]["limit"]) == {"backfill-100"}
+
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\nprose\n") and text.endswith("more prose\n")
+    assert "old tables" not in text and "| MirrorMaker 2 (dedicated, 4.2.0) |" in text
