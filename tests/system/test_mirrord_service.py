@@ -191,6 +191,25 @@ def test_stop_is_clean_and_the_next_start_resumes_without_loss(deployment):
     d.wait_mirrored(topic, keys, "records produced before and during the stop")
 
 
+def test_template_instance_runs_its_own_flow_with_its_environment_file(deployment):
+    d = deployment
+    unit, topic = "mirrord@second.service", d.topic("c-1")
+    create_topic(d.source, topic, 2)
+    second = write_flow(d.config.parent / "second", d.source, d.target, "nothing-matches-this",
+                        group=f"{d.prefix}-second", conf={"state.dir": "/var/lib/mirrord"}).parent
+    install_config(d.c, "/etc/mirrord/second", flow_files(second))
+    # The operator's per-instance overrides: /etc/default/mirrord-NAME beats mirrord.conf.
+    d.c.write_file("/etc/default/mirrord-second", f"MIRRORD_WHITELIST={d.prefix}-c-.*\n")
+    keys = d.send(topic, "second")
+    try:
+        d.systemctl("start", unit=unit)
+        d.wait_mirrored(topic, keys, "records of the instance's flow")
+        assert d.c.run("test", "-d", "/var/lib/mirrord/second/checkpoint", check=False).returncode == 0, \
+            d.c.run("find", "/var/lib/mirrord", "-maxdepth", "2").stdout
+    finally:
+        d.c.run("systemctl", "stop", unit, timeout=150)
+
+
 def test_configuration_error_leaves_the_unit_failed_without_a_restart_loop(deployment):
     d = deployment
     unit = "mirrord@broken.service"
