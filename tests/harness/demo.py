@@ -11,7 +11,6 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from tests.harness.kafka import start_pair

@@ -131,3 +131,14 @@ class Mirrord:
                 return
             time.sleep(0.1)
         os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def metric_value(text: str, name: str, **labels: str) -> float | None:
+    """The value of one sample in Prometheus text format, matching all the given labels; None if absent."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        series, _, value = line.rpartition(" ")
+        if all(f'{k}="{v}"' in series for k, v in labels.items()):
+            return float(value)
+    return None

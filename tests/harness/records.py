@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from mirrord.admin import retrying
+
 Header = tuple[str, bytes | None]
 
 
@@ -74,7 +76,8 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe-" + uuid.uuid4().hex})
     try:
         n = topic_partitions(bootstrap, topic)
-        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(n)}
+        return {p: retrying(lambda p=p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
+                for p in range(n)}
     finally:
         c.close()
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.harness.kafka import run_class
-from tests.harness.mirrord import Mirrord, write_flow
+from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import (
     commit_offsets,
     committed_offsets,
@@ -139,3 +139,24 @@ def test_first_start_resumes_from_the_groups_committed_offsets(kafka_pair, uniqu
         assert daemon.stop() == 0
     finally:
         daemon.stop()
+
+
+def test_metrics_count_every_mirrored_record_and_lag_returns_to_zero(kafka_pair, mirror):
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-metered"
+    create_topic(source.bootstrap, topic, 3)
+    records = varied_records(900, 3, seed=7)
+    produce(source.bootstrap, topic, records)
+    wait_until(lambda: count(target.bootstrap, topic) >= 900, 120, "records mirrored")
+    wait_until(lambda: metric_value(mirror.metrics(), "mirrord_records_total", topic=topic) == 900, 30,
+               "mirrord_records_total to read 900")
+    key_value_bytes = sum(len(r["key"] or b"") + len(r["value"] or b"") for r in records)
+    assert metric_value(mirror.metrics(), "mirrord_bytes_total", topic=topic) == key_value_bytes
+    for p in range(3):
+        wait_until(lambda p=p: metric_value(mirror.metrics(), "mirrord_partition_lag", topic=topic,
+                                            partition=str(p)) == 0, 30, f"lag of partition {p} at 0")
+    text = mirror.metrics()
+    assert metric_value(text, "mirrord_up", flow="test") == 1
+    assert metric_value(text, "mirrord_last_commit_timestamp_seconds") > time.time() - 60
+    assert metric_value(text, "mirrord_replication_latency_seconds_count") >= 900
+    assert metric_value(text, "mirrord_build_info") == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.harness.kafka import KafkaBroker
-from tests.harness.mirrord import Mirrord, write_flow
+from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import Trickle, count, create_topic, read_all, wait_until
 
 
@@ -86,10 +86,14 @@ def test_target_down_for_30_seconds_loses_nothing(kafka_pair, unique, tmp_path):
         wait_until(lambda: count(target.bootstrap, topic) >= 200, 120, "some records mirrored")
         target.stop()
         down_since = time.monotonic()
+        lags = []
         while time.monotonic() - down_since < 30:
             if not daemon.alive():
                 break
-            time.sleep(0.5)
+            lags.append(metric_value(daemon.metrics(), "mirrord_lag_records") or 0)
+            time.sleep(1)
+        if daemon.alive():  # the lag an operator watches keeps rising while nothing can be written
+            assert lags[-1] > lags[0] + 500, lags
         target.start()
         if not daemon.alive():  # allowed: exit non-zero and be restarted, as systemd would
             assert daemon.process.returncode != 0
