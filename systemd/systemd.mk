@@ -6,7 +6,7 @@ SYSTEM_DEPS += systemd systemd-container debootstrap prometheus
 .PHONY: systemd-check rules-check system-test observability-test
 
 # Static checks of the units: `systemd-analyze verify` clean and exposure score <= 2.5.
-systemd-check: system-deps
+systemd-check: setup system-deps
 	$(PY) -m pytest -q tests/system/test_units_static.py $(PYTEST_ARGS)
 
 # promtool check rules + promtool test rules.
