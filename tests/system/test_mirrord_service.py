@@ -190,13 +190,13 @@ def test_stop_is_clean_and_leaves_nothing_uncommitted(deployment):
     journal = d.c.journal("mirrord", after=mark)
     assert (state["ActiveState"], state["Result"]) == ("inactive", "success"), state
     assert took < 90, f"stop took {took:.0f}s (TimeoutStopSec=90)"
+    # What kafka-consumer-groups shows after a clean stop: the group is at the end of every partition.
+    assert d.committed(topic) == end_offsets(d.source, topic), "mirrored records left uncommitted at stop"
     # The graceful path ran to its end, and systemd had nothing to report: no failed exit,
     # no timeout, no process left behind for SIGKILL (the Spark JVM must be gone with its main process).
     assert "stopped after mirroring" in journal, journal[-4000:]
     for unclean in ("Main process exited", "timed out", "SIGKILL"):
         assert unclean not in journal, f"{unclean!r} on stop:\n{journal[-4000:]}"
-    # What kafka-consumer-groups shows after a clean stop: the group is at the end of every partition.
-    assert d.committed(topic) == end_offsets(d.source, topic), "mirrored records left uncommitted at stop"
 
 
 def test_template_instance_runs_its_own_flow_with_its_environment_file(deployment):
