@@ -1,4 +1,4 @@
-"""Boot a real systemd in a throwaway Debian container, for tests of units, packages and the Ansible role.
+r"""Boot a real systemd in a throwaway Debian container, for tests of units, packages and the Ansible role.
 
 The host is a Debian 12 machine where systemd is not PID 1 and there is no system bus, so the
 tests bring their own systemd: a Debian bookworm root built once with debootstrap and cached
@@ -15,7 +15,7 @@ Usage::
     rootfs = ensure_rootfs()                      # about 50 s the first time, then cached
     with Container(rootfs, bind_ro=["/usr/lib/jvm", "/work/main"]) as c:   # boots, waits for
         c.write_file("/etc/systemd/system/hello.service",                # is-system-running
-                     "[Service]\\nType=oneshot\\nExecStart=/bin/true\\n")
+                     "[Service]\nType=oneshot\nExecStart=/bin/true\n")
         c.run("systemctl", "daemon-reload")
         c.run("systemctl", "start", "hello")
         print(c.show("hello", "Result"))          # "success"
