@@ -147,6 +147,26 @@ def test_reload_picks_up_a_changed_whitelist_without_loss(deployment):
     assert (after["MainPID"], after["NRestarts"]) == (before["MainPID"], before["NRestarts"]), (before, after)
 
 
+def test_reload_of_a_broken_configuration_is_refused_and_mirroring_goes_on(deployment):
+    d = deployment
+    d.running()
+    before = unit_state(d.c, "mirrord")
+    good = (d.config / "mirrord.conf").read_text()
+    mark = d.c.journal_cursor()
+    try:
+        d.install(**{"num.streams": "many"})
+        d.systemctl("reload")
+        wait_until(lambda: "reload refused" in d.c.journal("mirrord", after=mark), 60, "the refusal in the journal")
+        assert "num.streams" in d.c.journal("mirrord", after=mark)
+        after = unit_state(d.c, "mirrord")
+        assert (after["ActiveState"], after["MainPID"]) == ("active", before["MainPID"]), (before, after)
+        topic = d.topic("a-1")
+        d.wait_mirrored(topic, d.send(topic, "after-refused-reload"), "records after a refused reload")
+    finally:
+        (d.config / "mirrord.conf").write_text(good)
+        d.install()
+
+
 def test_watchdog_kills_a_frozen_mirrord_and_the_restart_resumes_without_loss(deployment):
     d = deployment
     dropin = "/etc/systemd/system/mirrord.service.d/50-short-watchdog.conf"
