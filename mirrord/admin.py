@@ -14,6 +14,7 @@ from mirrord.policy import Policy, selects
 
 log = logging.getLogger(__name__)
 TIMEOUT = 15.0
+OUTAGE_TIMEOUT = 120.0  # as long as the producer retries a record (delivery.timeout.ms)
 
 TP = tuple[str, int]
 RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -55,7 +56,7 @@ class Cluster:
 
     def partitions(self, pattern: str | None = None) -> dict[str, int]:
         """Topic → partition count, for topics matching `pattern` (all when None)."""
-        md = self.admin.list_topics(timeout=TIMEOUT)
+        md = retrying(lambda: self.admin.list_topics(timeout=TIMEOUT), timeout=OUTAGE_TIMEOUT)
         return {
             name: len(t.partitions)
             for name, t in md.topics.items()

@@ -46,6 +46,7 @@ class Daemon:
         self._batches = 0
         self._last_batch_at = time.monotonic()
         self._trigger_since: float | None = None
+        self._stall_reported = False
         self._lag_total: int | None = None
         self._topics: int | None = None
         self.query = None
@@ -164,9 +165,10 @@ class Daemon:
         else:
             self._trigger_since = None
         stalled = self._trigger_since is not None and now - self._trigger_since > self.settings.stall_timeout_ms / 1e3
-        if stalled:
+        if stalled and not self._stall_reported:
             log.warning("batch running for %.0fs (stall.timeout.ms=%d): withholding the watchdog",
                         now - self._trigger_since, self.settings.stall_timeout_ms)
+        self._stall_reported = stalled
         return self.query.isActive and not stalled
 
     def _do_reload(self) -> None:

@@ -133,6 +133,17 @@ class Pipeline:
         self.source = source
         self.target = target
         self.on_batch = on_batch
+        self._ready_topics: dict[str, int] = {}  # source topic → partitions known to exist in the target
+
+    def _ensure_target_topics(self) -> None:
+        """Before a batch is written: every source topic it may contain exists in the target, with
+        as many partitions. The target is asked only about topics not yet seen, so a target outage
+        stalls the batch in the producer (which retries) instead of failing it here."""
+        wanted = self.source.partitions(self.flow.pattern)
+        new = {t: n for t, n in wanted.items() if self._ready_topics.get(t, 0) < n}
+        if new:
+            admin.ensure_topics(new, self.target, self.flow.policy)
+            self._ready_topics.update(new)
 
     def start(self, starting: str):
         s = self.flow.settings
@@ -148,7 +159,7 @@ class Pipeline:
 
         def write_batch(df, batch_id: int) -> None:
             started = time.monotonic()
-            admin.ensure_topics(self.source.partitions(self.flow.pattern), self.target, self.flow.policy)
+            self._ensure_target_topics()
             rows = [r.asDict() for r in df.mapInArrow(task, SUMMARY_DDL).collect()]
             self.on_batch(BatchResult(batch_id, time.monotonic() - started, rows))
 

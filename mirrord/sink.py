@@ -111,13 +111,15 @@ class ProduceTask:
             yield pa.RecordBatch.from_pylist([self._summary(p) for p in parts.values()], schema=SUMMARY_SCHEMA)
 
     def _produce(self, producer, batch: pa.RecordBatch, parts: dict) -> None:
-        columns = batch.to_pydict()
+        def column(name: str) -> list:
+            return batch.column(name).to_pylist()
+
         timestamps = batch.column("timestamp").cast(pa.int64()).to_pylist()  # microseconds
         produce = producer.produce
         target_topics: dict[str, str] = {}
         for topic, partition, offset, key, value, ts, headers in zip(
-            columns["topic"], columns["partition"], columns["offset"], columns["key"], columns["value"],
-            timestamps, columns["headers"], strict=True,
+            column("topic"), column("partition"), column("offset"), column("key"), column("value"),
+            timestamps, column("headers"), strict=True,
         ):
             part = parts.get((topic, partition))
             if part is None:

@@ -86,13 +86,30 @@ def linter_report(built: Built, name: str, timeout: float = 600) -> str:
     return report.read_text()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "linter: reads a background linter's report (sorted last)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Linter reports are read last: lintian and rpmlint take minutes and run behind the other tests."""
+    items.sort(key=lambda item: item.get_closest_marker("linter") is not None)
+
+
 @pytest.fixture(scope="session")
-def deb(package_dir) -> Built:
-    require_root_tools("dpkg-deb", "lintian")
-    built = build_package("deb", package_dir)
+def packages(package_dir) -> dict[str, Built]:
+    """Both packages, built first so that their linters run in the background while the tests go on."""
+    require_root_tools("dpkg-deb", "lintian", "rpmbuild", "rpm", "rpmlint")
+    deb = build_package("deb", package_dir)
     # --fail-on error: exit status 2 on any error not overridden.
-    start_linter(built, "lintian", ["lintian", "--fail-on", "error", "--no-tag-display-limit"])
-    return built
+    start_linter(deb, "lintian", ["lintian", "--fail-on", "error", "--no-tag-display-limit"])
+    rpm = build_package("rpm", package_dir)
+    start_linter(rpm, "rpmlint", ["rpmlint", "-r", str(ROOT / "packaging" / "rpm" / "mirrord.rpmlintrc")])
+    return {"deb": deb, "rpm": rpm}
+
+
+@pytest.fixture(scope="session")
+def deb(packages) -> Built:
+    return packages["deb"]
 
 
 @pytest.fixture(scope="session")
@@ -102,8 +119,5 @@ def deb_next(package_dir, deb) -> Built:
 
 
 @pytest.fixture(scope="session")
-def rpm(package_dir) -> Built:
-    require_root_tools("rpmbuild", "rpm", "rpmlint")
-    built = build_package("rpm", package_dir)
-    start_linter(built, "rpmlint", ["rpmlint", "-r", str(ROOT / "packaging" / "rpm" / "mirrord.rpmlintrc")])
-    return built
+def rpm(packages) -> Built:
+    return packages["rpm"]

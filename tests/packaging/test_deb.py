@@ -71,9 +71,10 @@ def test_deb_ships_no_bytecode_and_no_pip(listing: dict[str, str]) -> None:
 def test_deb_config_is_conffiles_readable_by_root_only_until_postinst(deb: Built, listing: dict[str, str]) -> None:
     control = Path(deb.path).parent / "control"
     subprocess.run(["dpkg-deb", "-e", str(deb.path), str(control)], check=True)
-    assert sorted((control / "conffiles").read_text().split()) == CONFFILES
+    assert sorted((control / "conffiles").read_text().split()) == sorted([*CONFFILES, "/etc/default/mirrord"])
     for path in CONFFILES:
         assert listing[path].startswith("-rw-r----- root/root"), listing[path]
+    assert listing["/etc/default/mirrord"].startswith("-rw-r--r-- root/root")
     for script in ("postinst", "prerm", "postrm"):
         assert subprocess.run(["sh", "-n", str(control / script)]).returncode == 0, script
     postinst = (control / "postinst").read_text()
@@ -84,6 +85,7 @@ def test_deb_config_is_conffiles_readable_by_root_only_until_postinst(deb: Built
     assert re.search(r'"purge".*rm -rf /var/lib/mirrord', postrm, re.S)
 
 
+@pytest.mark.linter
 def test_lintian_reports_no_errors(deb: Built) -> None:
     text = linter_report(deb, "lintian")
     errors = [line for line in text.splitlines() if line.startswith("E: ")]

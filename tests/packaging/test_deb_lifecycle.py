@@ -8,6 +8,7 @@ loopback (where the test brokers listen), so an install that downloaded anything
 from __future__ import annotations
 
 import shlex
+import time
 import uuid
 
 import pytest
@@ -21,6 +22,8 @@ pytestmark = pytest.mark.system
 
 MNT = "/mnt/packages"
 TOPIC_PARTITIONS = 2
+# Recent CreateTimes: the brokers' 7-day retention would delete older records under the mirror.
+BASE_TIMESTAMP = int(time.time() * 1000) - 3_600_000
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +64,7 @@ def write_config(host: Container, flow: dict[str, str]) -> str:
 
 def records(n: int, start: int = 0) -> list[dict]:
     return [{"partition": i % TOPIC_PARTITIONS, "key": f"k{i}".encode(), "value": f"v{i}".encode(),
-             "headers": [("h", f"{i}".encode())], "timestamp": 1_700_000_000_000 + i} for i in range(start, start + n)]
+             "headers": [("h", f"{i}".encode())], "timestamp": BASE_TIMESTAMP + i} for i in range(start, start + n)]
 
 
 def mirrored(flow: dict[str, str]) -> int:
@@ -134,7 +137,8 @@ def test_upgrade_keeps_edited_conffile_and_restarts_the_running_service(
     before = host.run("cat", "/etc/mirrord/mirrord.conf").stdout
     assert before.startswith("# edited by the operator")
     pid_before = host.show("mirrord.service", "MainPID")
-    host.run("dpkg", "-i", f"{MNT}/{deb_next.path.name}", timeout=600)
+    # As unattended upgrades run it: keep the admin's version of a conffile the package also changed.
+    host.run("dpkg", "-i", "--force-confdef", "--force-confold", f"{MNT}/{deb_next.path.name}", timeout=600)
     assert host.run("dpkg-query", "-W", "-f", "${Version}", "mirrord").stdout == upstream_version() + UPGRADE_SUFFIX
     assert host.run("cat", "/etc/mirrord/mirrord.conf").stdout == before
     assert stat(host, "/etc/mirrord/mirrord.conf") == "640 root mirrord"

@@ -41,6 +41,7 @@ def test_rpm_config_is_noreplace_and_private_to_the_service(files: dict) -> None
         mode, user, group, flags = files[path]
         assert (mode, user, group) == ("-rw-r-----", "root", "mirrord"), path
         assert "c" in flags and "n" in flags, f"{path} is not %config(noreplace): {flags}"
+    assert files["/etc/sysconfig/mirrord"] == ("-rw-r--r--", "root", "root", "cn")
     assert files["/etc/mirrord"][:3] == ("drwxr-x---", "root", "mirrord")
     assert files["/var/lib/mirrord"][:3] == ("drwxr-x---", "mirrord", "mirrord")
 
@@ -64,6 +65,7 @@ def test_rpm_scriptlets_create_the_user_and_drive_systemd(rpm: Built) -> None:
         assert subprocess.run(["sh", "-n"], input=body, text=True).returncode == 0, body
 
 
+@pytest.mark.linter
 def test_rpmlint_reports_no_errors_beyond_the_accepted_ones(rpm: Built) -> None:
     text = linter_report(rpm, "rpmlint")
     errors = [line for line in text.splitlines() if ": E: " in line]
