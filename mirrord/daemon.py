@@ -44,7 +44,6 @@ class Daemon:
         self._reload = threading.Event()
         self._mirrored = 0
         self._batches = 0
-        self._last_batch_at = time.monotonic()
         self._trigger_since: float | None = None
         self._stall_reported = False
         self._lag_total: int | None = None
@@ -83,7 +82,6 @@ class Daemon:
             starting = starting_offsets(self.flow, self.source)
         self._seed_positions()
         self.query = pipeline.start(starting)
-        self._last_batch_at = time.monotonic()
         self.metrics.up.labels(self.settings.flow).set(1)
 
     def _seed_positions(self) -> None:
@@ -227,7 +225,6 @@ class Daemon:
             self.metrics.error("commit")
             log.warning("cannot commit mirrored offsets to group %s: %s", self.settings.group_id, exc)
         self.metrics.last_commit.labels(flow).set(time.time())
-        self._last_batch_at = time.monotonic()
 
     # -- lag and status --------------------------------------------------------------------
     def _lag_loop(self) -> None:
