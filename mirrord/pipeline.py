@@ -58,6 +58,7 @@ class Flow:
                              settings.separator)
         producer, ignored = translate.producer_settings(settings.producer)
         translate.check_librdkafka(settings.producer, producer)
+        translate.check_librdkafka(settings.consumer, translate.admin_settings(settings.consumer))
         source = translate.consumer_to_spark(settings.consumer)
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)

@@ -187,12 +187,14 @@ def check_librdkafka(cfg: ClientConfig, settings: Mapping[str, str]) -> None:
         Producer(offline)
     except KafkaException as exc:
         text = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
-        match = re.search(r'"([^"]+)"', text)
+        match = re.search(r'property "([^"]+)"', text) or re.search(r'"([^"]+)"', text)
         key = match.group(1) if match else None
         key = LIBRDKAFKA_ALIASES.get(key, key)
         if key not in cfg.properties:
             key = next((k for k, v in RENAMED.items() if v == key and k in cfg.properties), key)
         reason = "not a property known to the producer" if "No such configuration" in text else text
+        if key and SECRET_KEY.search(key):
+            reason = "invalid value (not shown: it may be a secret)"
         raise ConfigError(cfg.path, key, reason) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(cfg.path, None, str(exc)) from None

@@ -101,3 +101,8 @@ def test_secrets_stay_out_of_error_messages(files):
 def test_check_accepts_a_valid_configuration(files):
     result = run(*mm1_flags(), "--check", cwd=files)
     assert (result.returncode, result.stdout.strip()) == (0, "mirrord: configuration OK"), result.stderr
+
+
+def test_invalid_security_setting_of_the_source_is_a_config_error(files):
+    (files / "consumer.properties").write_text("bootstrap.servers=127.0.0.1:9\ngroup.id=g\nsecurity.protocol=TLS\n")
+    assert_config_error(run(*mm1_flags(), cwd=files), "consumer.properties: security.protocol:", "Invalid value")
