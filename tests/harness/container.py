@@ -206,6 +206,7 @@ class Container:
             shutil.rmtree(self.copy, ignore_errors=True)
             (self.copy.parent / f".#{self.copy.name}.lck").unlink(missing_ok=True)
         self.copy = None
+        self.log.unlink(missing_ok=True)  # errors raised while it ran already quote the console
 
     # commands inside
 
@@ -271,7 +272,7 @@ class Container:
             time.sleep(interval)
 
     def console(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
 
     # internals
 
