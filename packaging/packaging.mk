@@ -1,9 +1,9 @@
 # .deb and .rpm of mirrord, built from the work tree (packaging/build.sh); included by the top Makefile.
 
-SYSTEM_DEPS += python3.11 python3-venv dpkg-dev lintian rpm
+SYSTEM_DEPS += python3.11 python3-venv dpkg-dev lintian rpm rpmlint
 PKG_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' mirrord/__init__.py)
 
-.PHONY: deb rpm packages lintian packaging-test
+.PHONY: deb rpm packages lintian rpm-lint packaging-test
 
 # dist/mirrord_<version>_amd64.deb; PKG_VERSION=... overrides the version (upgrade tests).
 deb: jars system-deps
@@ -18,6 +18,10 @@ packages: deb rpm
 # Lintian on the built .deb: errors fail; accepted tags are overridden in packaging/deb/lintian-overrides.
 lintian: deb
 	lintian --fail-on error dist/mirrord_$(PKG_VERSION)_amd64.deb
+
+# rpmlint on the built .rpm, with the filters of packaging/rpm/mirrord.rpmlintrc.
+rpm-lint: rpm
+	rpmlint -r packaging/rpm/mirrord.rpmlintrc dist/mirrord-$(subst -,_,$(PKG_VERSION))-1.x86_64.rpm
 
 # The packaging tests alone (build, install into a booted Debian container, upgrade, rpm, molecule).
 packaging-test: setup system-deps
