@@ -54,12 +54,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+PATH_KEYS = ("consumer.config", "producer.config", "state.dir")
+
+
 def settings_loader(args: argparse.Namespace):
+    """Paths are made absolute now: the daemon changes its working directory, and reloads later."""
     flags = {FLAGS["--" + name]: value for name, value in vars(args).items()
              if "--" + name in FLAGS and value is not None}
+    flags.update({k: str(Path(v).absolute()) for k, v in flags.items() if k in PATH_KEYS})
     conf = args.config
     if conf is None and "consumer.config" not in flags:
         conf = config.DEFAULT_CONFIG
+    conf = conf.absolute() if conf is not None else None
     return lambda: config.load(conf, flags)
 
 

@@ -294,7 +294,7 @@ def load(
         num_streams=num_streams,
         batch_interval_ms=int(values["offset.commit.interval.ms"]),  # type: ignore[arg-type]
         abort_on_send_failure=bool(values["abort.on.send.failure"]),
-        state_root=Path(str(values["state.dir"])),
+        state_root=(base / str(values["state.dir"])).absolute(),
         metrics_listen=values["metrics.listen"],  # type: ignore[arg-type]
         replication_policy=str(values["replication.policy"]),
         source_alias=str(values["source.alias"]),

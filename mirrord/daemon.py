@@ -9,6 +9,8 @@ thread), which updates metrics, offset syncs and the source group's committed of
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import signal
 import threading
 import time
@@ -57,7 +59,7 @@ class Daemon:
         signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
         s = self.settings
         self.metrics.serve(s.metrics_listen, str(s.config_file or "command line"))
-        s.state_dir.mkdir(parents=True, exist_ok=True)
+        self._enter_work_dir()
         self._connect()
         self.spark = spark_session(s)
         self._start_query()
@@ -66,6 +68,14 @@ class Daemon:
         log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
                  s.whitelist, s.spark_master)
         return self._supervise()
+
+    def _enter_work_dir(self) -> None:
+        """Spark 4.0 writes `artifacts/` into the working directory (SPARK-52396): make that the state
+        dir, and clear what a killed predecessor left there."""
+        work = self.settings.state_dir / "spark"
+        shutil.rmtree(work / "artifacts", ignore_errors=True)
+        work.mkdir(parents=True, exist_ok=True)
+        os.chdir(work)
 
     def _connect(self) -> None:
         s = self.settings
