@@ -32,7 +32,8 @@ VERSION=${PKG_VERSION:-$UPSTREAM}
 die() { echo "build.sh: $*" >&2; exit 1; }
 [ -x "$BUILD_PYTHON" ] || die "$BUILD_PYTHON missing: the venv must be built by Debian's python3.11 (make system-deps)"
 ls "$SPARK_JARS"/spark-sql-kafka-*.jar >/dev/null 2>&1 || die "no Spark Kafka jars in $SPARK_JARS: run \`make jars\`"
-for f in systemd/mirrord.service systemd/mirrord@.service; do
+for f in systemd/mirrord.service systemd/mirrord@.service etc/mirrord.conf etc/consumer.properties \
+         etc/producer.properties etc/default/mirrord; do
   [ -f "$ROOT/$f" ] || die "$f missing"
 done
 
@@ -41,7 +42,7 @@ done
 inputs() {
   cd "$ROOT"
   {
-    find mirrord systemd etc packaging/deb packaging/rpm packaging/placeholders -type f \
+    find mirrord systemd etc packaging/deb packaging/rpm -type f \
       ! -name '*.pyc' ! -path '*/__pycache__/*' 2>/dev/null
     printf '%s\n' packaging/build.sh packaging/constraints.txt setup.cfg pyproject.toml README.md LICENSE
   } | while read -r f; do [ -f "$f" ] && echo "$f"; done | LC_ALL=C sort -u
@@ -60,7 +61,6 @@ if [ -f "$CACHE/$KEY/$NAME" ]; then
   echo "$OUTDIR/$NAME (cached, key $KEY)"
   exit 0
 fi
-[ -f "$ROOT/etc/default/mirrord" ] || die "etc/default/mirrord missing"
 
 OUT=$ROOT/build/out/packaging
 WORK=$OUT/$KEY
@@ -109,12 +109,7 @@ stage() {
 
   install -d -m 0755 "$STAGE/etc/mirrord"
   for f in mirrord.conf consumer.properties producer.properties; do
-    if [ -f "$ROOT/etc/$f" ]; then
-      install -m 0640 "$ROOT/etc/$f" "$STAGE/etc/mirrord/$f"
-    else
-      echo "build.sh: warning: etc/$f missing, shipping packaging/placeholders/$f" >&2
-      install -m 0640 "$PKG/placeholders/$f" "$STAGE/etc/mirrord/$f"
-    fi
+    install -m 0640 "$ROOT/etc/$f" "$STAGE/etc/mirrord/$f"
   done
 
   # The units' Documentation= points here.
@@ -160,8 +155,9 @@ build_deb() {
      | xargs -0 md5sum | sed 's|  \./|  |') > "$ctl/md5sums"
   chmod 0644 "$ctl/control" "$ctl/conffiles" "$ctl/md5sums"
 
-  # zstd -3: 16 s for the ~750 MB tree, smaller than gzip -6 (60 s); dpkg reads it since bookworm.
-  dpkg-deb --root-owner-group -Zzstd -z3 --build "$STAGE" "$WORK/$NAME" >/dev/null
+  # gzip -1: 35 s for the ~750 MB tree (gzip -6: 60 s, xz: minutes); zstd is faster but lintian
+  # rejects it (malformed-deb-archive: not a format of the Debian archive).
+  dpkg-deb --root-owner-group -Zgzip -z1 --build "$STAGE" "$WORK/$NAME" >/dev/null
 }
 
 # --- .rpm ------------------------------------------------------------------------------------------
