@@ -108,13 +108,14 @@ def render(results: dict) -> str:
         if workload not in cfg["workloads"]:
             continue
         lines += [f"### Backfill, {size} values ({cfg['records'][workload]:,} records)", "",
-                  "| contender | records/s | MB/s | ÷ MM2 | ÷ limit | startup s | CPU s | peak RSS MiB | runs |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "| contender | records/s | MB/s | ÷ MM2 | ÷ limit | startup s | CPU s | CPU s per M records "
+                  "| peak RSS MiB | runs |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         limits = [rep["limit"].get(workload) for rep in results["reps"] if rep["limit"].get(workload)]
         if limits:
             lines.append(f"| **limit** (min of producer-perf into target and consumer-perf from source) | "
                          f"{spread([x['records_per_s'] for x in limits])} | "
-                         f"{spread([x['mb_per_s'] for x in limits], '{:.1f}')} | | 1 | | | | |")
+                         f"{spread([x['mb_per_s'] for x in limits], '{:.1f}')} | | 1 | | | | | |")
         for name, label in names.items():
             runs = _runs(results, name, workload)
             ok = [r for r in runs if r]
@@ -127,6 +128,7 @@ def render(results: dict) -> str:
                 f"{spread(_ratios(results, name, workload, 'limit'), '{:.2f}')} | "
                 f"{spread([r['startup_seconds'] for r in ok], '{:.1f}')} | "
                 f"{spread([r['cpu_seconds'] for r in ok], '{:.0f}')} | "
+                f"{spread([1e6 * r['cpu_seconds'] / r['copied'] for r in ok if r['copied']], '{:.1f}')} | "
                 f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | {_status(runs)} |")
         if limits:
             lines += ["", f"Limit parts ({size}): producer-perf into the target "
