@@ -48,6 +48,7 @@ class Daemon:
         self._batches = 0
         self._trigger_since: float | None = None
         self._stall_reported = False
+        self._next_ping = 0.0
         self._lag_total: int | None = None
         self._topics: int | None = None
         self.query = None
@@ -114,6 +115,7 @@ class Daemon:
         deadline = time.monotonic() + grace
         try:
             while self.query.isActive and self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                self._ping_watchdog()  # a reload waiting for a long batch is not a stall
                 time.sleep(0.1)
             self.query.stop()
         except Exception as exc:  # noqa: BLE001 - JVM already gone: nothing to finish; the checkpoint replays
@@ -121,7 +123,6 @@ class Daemon:
 
     def _supervise(self) -> int:
         next_status = time.monotonic() + STATUS_EVERY
-        next_ping = 0.0
         while True:
             if self._stop.is_set():
                 return self._shutdown()
@@ -142,9 +143,8 @@ class Daemon:
             now = time.monotonic()
             healthy = self._healthy(now)
             self.metrics.up.labels(self.settings.flow).set(1 if healthy else 0)
-            if healthy and self.notifier.watchdog_interval is not None and now >= next_ping:
-                self.notifier.watchdog()
-                next_ping = now + self.notifier.watchdog_interval
+            if healthy:
+                self._ping_watchdog()
             if now >= next_status:
                 line = self._status_line()
                 log.info("%s", line)
@@ -152,6 +152,13 @@ class Daemon:
                 next_status = now + STATUS_EVERY
             self._stop.wait(0.5 if self.notifier.watchdog_interval is None else
                             min(0.5, self.notifier.watchdog_interval / 2))
+
+    def _ping_watchdog(self) -> None:
+        interval = self.notifier.watchdog_interval
+        now = time.monotonic()
+        if interval is not None and now >= self._next_ping:
+            self.notifier.watchdog()
+            self._next_ping = now + interval
 
     def _query_failure(self) -> str | None:
         if self.query is None or self.query.isActive:
@@ -208,6 +215,7 @@ class Daemon:
             self.spark.stop()
         except Exception as exc:  # noqa: BLE001 - the JVM may already be gone; nothing left to save
             log.warning("Spark did not stop cleanly: %s", _one_line(str(exc)))
+        _wait_jvm_exit()
         log.info("stopped after mirroring %d records in %d batches", self._mirrored, self._batches)
         return 0
 
@@ -266,6 +274,24 @@ class Daemon:
         lag = "?" if self._lag_total is None else self._lag_total
         topics = "?" if self._topics is None else self._topics
         return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics"
+
+
+def _wait_jvm_exit(timeout: float = 30.0) -> None:
+    """Close the py4j gateway and let the JVM run its shutdown hooks and exit by itself, so that
+    systemd (KillMode=mixed) finds nothing left to SIGKILL."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+        if proc is not None:
+            proc.stdin.close()  # the JVM exits when its stdin closes
+            proc.wait(timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - shutting down anyway; systemd kills what is left
+        log.warning("Spark's JVM did not exit by itself: %s", exc)
 
 
 def _one_line(text: str) -> str:

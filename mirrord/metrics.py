@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, start_http_server
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 
@@ -46,6 +46,7 @@ class Metrics:
         self.flow = flow
         self.registry = CollectorRegistry()
         r = self.registry
+        ProcessCollector(registry=r)  # process_start_time_seconds: restarts on the dashboard and in alerts
         self.records = Counter("mirrord_records", "Records written to the target", ["flow", "topic"], registry=r)
         self.bytes = Counter("mirrord_bytes", "Key and value bytes written to the target", ["flow", "topic"],
                              registry=r)

@@ -68,7 +68,7 @@ def test_sigterm_stops_cleanly_with_exit_0_and_loses_nothing(kafka_pair, unique,
     trickle = None
     try:
         daemon.wait_ready()
-        trickle = Trickle(source.bootstrap, topic, 2, total=3000, rate=100).start()
+        trickle = Trickle(source.bootstrap, topic, 2, total=6000, rate=100).start()
         wait_until(lambda: count(target.bootstrap, topic) >= 200, 120, "some records mirrored")
         assert daemon.stop() == 0
         assert "stopped after mirroring" in daemon.output()
