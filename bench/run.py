@@ -237,8 +237,8 @@ class Bench:
         return res
 
     def _all_started(self, c: Contender, ends: dict[int, int]) -> bool:
-        """The probes went round robin: a record in every target partition means every task is copying
-        (MirrorMaker 2 starts its tasks one by one), a stream measured before that would time a backlog."""
+        """The probes go round robin: a record in every target partition means every task or consumer is
+        copying; a stream measured before that would time a start-up backlog, not the mirror."""
         if c.keeps_partitions:
             return len(ends) == self.cfg.partitions and all(ends.values())
         return sum(ends.values()) >= self.cfg.partitions
@@ -259,7 +259,7 @@ class Bench:
             while not self._all_started(c, self.target.end_offsets(topic)):
                 self._fail_if_exited(proc, run)
                 if time.monotonic() - t_launch > self.cfg.startup_timeout:
-                    raise TimeoutError(f"{c.name} copied nothing in {self.cfg.startup_timeout}s")
+                    raise TimeoutError(f"{c.name} did not copy into every partition in {self.cfg.startup_timeout}s")
                 probe.produce(topic, encode(time.time_ns(), PROBE, seq, 100), partition=seq % self.cfg.partitions)
                 probe.flush(5)
                 seq += 1
