@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mirrord.errors import DeliveryError
 from mirrord.policy import Policy
@@ -58,6 +59,7 @@ def _producer(settings: tuple):
 class _Partition:
     source_topic: str
     partition: int
+    target_topic: str
     records: int = 0
     bytes: int = 0
     first_offset: int = -1
@@ -65,24 +67,46 @@ class _Partition:
     delivered: int = 0
     first_target: int = -1
     last_target: int = -1
+    now: float = 0.0  # set before each poll: one clock read per poll, not per record
     latency_sum: float = 0.0
     buckets: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BUCKETS) + 1))
     errors: list[str] = field(default_factory=list)
 
     def on_delivery(self, err, msg) -> None:
+        """Runs once per record, inside poll()/flush(): kept to the minimum. Reports of one partition
+        come in offset order, so the first and the latest report are the first and last offsets."""
         if err is not None:
             if len(self.errors) < 5:
                 self.errors.append(str(err))
             return
-        offset = msg.offset()
         self.delivered += 1
-        if self.first_target < 0 or offset < self.first_target:
-            self.first_target = offset
-        if offset > self.last_target:
-            self.last_target = offset
-        latency = max(0.0, time.time() - msg.timestamp()[1] / 1000.0)
+        self.last_target = msg.offset()
+        if self.first_target < 0:
+            self.first_target = self.last_target
+        latency = self.now - msg.timestamp()[1] / 1000.0
+        if latency < 0.0:  # a timestamp in the future (clock skew): count it as no delay
+            latency = 0.0
         self.latency_sum += latency
         self.buckets[bisect.bisect_left(LATENCY_BUCKETS, latency)] += 1
+
+
+def _runs(batch: pa.RecordBatch) -> Iterator[tuple[str, int, pa.RecordBatch]]:
+    """The batch split by (topic, partition), order kept. Spark gives one partition per task, so
+    this is nearly always the batch itself."""
+    topics, partitions = batch.column("topic"), batch.column("partition")
+    if pc.count_distinct(topics).as_py() == 1 and pc.count_distinct(partitions).as_py() == 1:
+        yield topics[0].as_py(), partitions[0].as_py(), batch
+        return
+    for pair in pa.StructArray.from_arrays([topics, partitions], ["t", "p"]).unique().to_pylist():
+        mask = pc.and_(pc.equal(topics, pair["t"]), pc.equal(partitions, pair["p"]))
+        yield pair["t"], pair["p"], batch.filter(mask)
+
+
+def _headers(column: pa.Array) -> list:
+    """Kafka headers as confluent-kafka takes them: [(key, value), ...] in order, or None."""
+    if pc.max(pc.list_value_length(column)).as_py() in (None, 0):
+        return [None] * len(column)
+    return [[(h["key"], h["value"]) for h in row] if row else None for row in column.to_pylist()]
 
 
 @dataclass(frozen=True)
@@ -96,9 +120,14 @@ class ProduceTask:
         producer = _producer(self.settings)
         parts: dict[tuple[str, int], _Partition] = {}
         for batch in batches:
-            if batch.num_rows:
-                self._produce(producer, batch, parts)
+            for topic, partition, run in _runs(batch) if batch.num_rows else ():
+                part = parts.get((topic, partition))
+                if part is None:
+                    part = parts[(topic, partition)] = _Partition(topic, partition, self.policy.target_topic(topic))
+                self._produce(producer, run, part)
         while len(producer) > 0:
+            for part in parts.values():
+                part.now = time.time()
             producer.flush(1.0)
         failed = [p for p in parts.values() if p.errors or p.delivered != p.records]
         if failed:
@@ -110,37 +139,38 @@ class ProduceTask:
         if parts:
             yield pa.RecordBatch.from_pylist([self._summary(p) for p in parts.values()], schema=SUMMARY_SCHEMA)
 
-    def _produce(self, producer, batch: pa.RecordBatch, parts: dict) -> None:
-        def column(name: str) -> list:
-            return batch.column(name).to_pylist()
-
-        timestamps = batch.column("timestamp").cast(pa.int64()).to_pylist()  # microseconds
-        produce = producer.produce
-        target_topics: dict[str, str] = {}
-        for topic, partition, offset, key, value, ts, headers in zip(
-            column("topic"), column("partition"), column("offset"), column("key"), column("value"),
-            timestamps, column("headers"), strict=True,
-        ):
-            part = parts.get((topic, partition))
-            if part is None:
-                part = parts[(topic, partition)] = _Partition(topic, partition, first_offset=offset)
-            part.records += 1
-            part.last_offset = offset
-            part.bytes += (len(key) if key else 0) + (len(value) if value else 0)
-            target = target_topics.get(topic) or target_topics.setdefault(topic, self.policy.target_topic(topic))
-            kwargs = {
-                "key": key, "value": value, "partition": partition, "timestamp": ts // 1000,
-                "headers": [(h["key"], h["value"]) for h in headers] if headers else None,
-                "on_delivery": part.on_delivery,
-            }
-            while True:
-                try:
-                    produce(target, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.05)  # queue full: serve delivery reports, then retry
-            if part.records % 1000 == 0:
-                producer.poll(0)
+    @staticmethod
+    def _produce(producer, run: pa.RecordBatch, part: _Partition) -> None:
+        """One partition's rows, in order. produce() takes its arguments by position:
+        topic, value, key, partition, on_delivery, callback, timestamp (ms), headers."""
+        offsets = run.column("offset")
+        if part.first_offset < 0:
+            part.first_offset = offsets[0].as_py()
+        part.last_offset = offsets[-1].as_py()
+        part.records += len(run)
+        keys, values = run.column("key"), run.column("value")
+        part.bytes += sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in (keys, values))
+        millis = pc.divide(run.column("timestamp").cast(pa.int64()), 1000)  # Spark gives microseconds
+        produce, poll, topic, partition, callback = (producer.produce, producer.poll, part.target_topic,
+                                                     part.partition, part.on_delivery)
+        part.now = time.time()
+        rows = zip(values.to_pylist(), keys.to_pylist(), millis.to_pylist(), _headers(run.column("headers")),
+                   strict=True)
+        for i, (value, key, ts, headers) in enumerate(rows):
+            try:
+                produce(topic, value, key, partition, callback, None, ts, headers)
+            except BufferError:  # the producer's queue is full: serve delivery reports until it has room
+                while True:
+                    part.now = time.time()
+                    poll(0.05)
+                    try:
+                        produce(topic, value, key, partition, callback, None, ts, headers)
+                        break
+                    except BufferError:
+                        continue
+            if i % 1000 == 999:
+                part.now = time.time()
+                poll(0)
 
     @staticmethod
     def _summary(p: _Partition) -> dict:
