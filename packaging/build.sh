@@ -57,6 +57,7 @@ case $KIND in
   *) die "unknown package kind $KIND (deb or rpm)" ;;
 esac
 if [ -f "$CACHE/$KEY/$NAME" ]; then
+  touch "$CACHE/$KEY"   # recently used: kept by the pruning below
   cp "$CACHE/$KEY/$NAME" "$OUTDIR/$NAME"
   echo "$OUTDIR/$NAME (cached, key $KEY)"
   exit 0
@@ -194,6 +195,8 @@ flock -u 9
 
 mkdir -p "$CACHE/$KEY"
 cp "$WORK/$NAME" "$CACHE/$KEY/$NAME"
+# Keep the six newest packages (a tree's .deb, .rpm and upgrade-test .deb, and the previous tree's).
+ls -1dt "$CACHE"/*/ | tail -n +7 | xargs -r rm -rf
 cp "$WORK/$NAME" "$OUTDIR/$NAME"
 rm -rf "$WORK"
 echo "$OUTDIR/$NAME (built, key $KEY)"
