@@ -91,15 +91,14 @@ class _Partition:
 
 
 def _runs(batch: pa.RecordBatch) -> Iterator[tuple[str, int, pa.RecordBatch]]:
-    """The batch split by (topic, partition), order kept. Spark gives one partition per task, so
-    this is nearly always the batch itself."""
-    topics, partitions = batch.column("topic"), batch.column("partition")
-    if pc.count_distinct(topics).as_py() == 1 and pc.count_distinct(partitions).as_py() == 1:
-        yield topics[0].as_py(), partitions[0].as_py(), batch
-        return
-    for pair in pa.StructArray.from_arrays([topics, partitions], ["t", "p"]).unique().to_pylist():
-        mask = pc.and_(pc.equal(topics, pair["t"]), pc.equal(partitions, pair["p"]))
-        yield pair["t"], pair["p"], batch.filter(mask)
+    """The batch cut where (topic, partition) changes: zero-copy slices, order kept. A task writes
+    the partitions Spark coalesced into it one after the other."""
+    topics, partitions, n = batch.column("topic"), batch.column("partition"), batch.num_rows
+    changed = pc.or_(pc.not_equal(topics.slice(1), topics.slice(0, n - 1)),
+                     pc.not_equal(partitions.slice(1), partitions.slice(0, n - 1)))
+    starts = [0, *(i + 1 for i in pc.indices_nonzero(changed).to_pylist()), n]
+    for a, b in zip(starts, starts[1:], strict=False):
+        yield topics[a].as_py(), partitions[a].as_py(), batch.slice(a, b - a)
 
 
 def _headers(column: pa.Array) -> list:
