@@ -161,10 +161,15 @@ class Pipeline:
         def write_batch(df, batch_id: int) -> None:
             started = time.monotonic()
             self._ensure_target_topics()
+            planned = time.monotonic()
             # num.streams tasks per batch, each writing several partitions in turn (coalesce keeps each
             # partition's order), instead of one short task, worker hand-off and flush per partition
             rows = [r.asDict() for r in df.coalesce(s.num_streams).mapInArrow(task, SUMMARY_DDL).collect()]
-            self.on_batch(BatchResult(batch_id, time.monotonic() - started, rows))
+            written = time.monotonic()
+            self.on_batch(BatchResult(batch_id, written - started, rows))
+            log.debug("batch %d: %d records; target topics %.3fs, write %.3fs, commit %.3fs", batch_id,
+                      sum(r["records"] for r in rows), planned - started, written - planned,
+                      time.monotonic() - written)
 
         return (reader.load().writeStream
                 .queryName(f"mirrord-{s.flow}")

@@ -38,6 +38,7 @@ def test_deb_depends_on_debian_java_17_and_python_311(deb: Built) -> None:
     assert "default-jre-headless (>= 2:1.17) | openjdk-17-jre-headless" in depends
     assert "python3 (>= 3.11)" in depends
     assert "adduser" in depends
+    assert "procps" in depends  # /bin/kill for ExecReload=
 
 
 def test_deb_ships_venv_jars_launcher_and_units(listing: dict[str, str]) -> None:
