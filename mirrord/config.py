@@ -191,16 +191,22 @@ class Settings:
         return self.consumer.properties.get("group.id") or f"mirrord-{self.flow}"
 
 
-def read_properties(path: Path) -> ClientConfig:
+def _open(path: Path, mode: str = "r"):
+    """open() with the reasons a file cannot be read turned into ConfigErrors naming it."""
     try:
-        with open(path, "rb") as fp:  # ISO-8859-1 with \uXXXX escapes, as java.util.Properties reads it
-            props = javaproperties.load(fp)
+        return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
     except FileNotFoundError:
         raise ConfigError(path, None, "file not found") from None
     except PermissionError:
         raise ConfigError(path, None, "permission denied") from None
     except IsADirectoryError:
-        raise ConfigError(path, None, "is a directory, not a properties file") from None
+        raise ConfigError(path, None, "is a directory, not a file") from None
+
+
+def read_properties(path: Path) -> ClientConfig:
+    try:
+        with _open(path, "rb") as fp:  # ISO-8859-1 with \uXXXX escapes, as java.util.Properties reads it
+            props = javaproperties.load(fp)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(path, None, f"not a readable Java properties file: {exc}") from None
     props = {k.strip(): v.strip() for k, v in props.items()}
@@ -213,14 +219,10 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=configparser.ExtendedInterpolation(), strict=True)
     parser.optionxform = str  # keys are case-sensitive, dotted, as Kafka's
     try:
-        with open(path, encoding="utf-8") as fp:
+        with _open(path) as fp:
             parser.read_file(fp)
-    except FileNotFoundError:
-        raise ConfigError(path, None, "file not found") from None
-    except PermissionError:
-        raise ConfigError(path, None, "permission denied") from None
-    except IsADirectoryError:
-        raise ConfigError(path, None, "is a directory") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(path, None, f"not a readable text file: {exc}") from None
     except configparser.Error as exc:
         raise ConfigError(path, None, f"not a valid INI file: {exc.message.splitlines()[0]}") from None
     unknown_sections = set(parser.sections()) - {SECTION, SPARK_SECTION}
