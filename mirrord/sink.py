@@ -55,11 +55,21 @@ def _producer(settings: tuple):
     return producer
 
 
+class _Clock:
+    """One clock read per poll, shared by every partition of a task: poll() serves all their reports."""
+
+    now = 0.0
+
+    def tick(self) -> None:
+        self.now = time.time()
+
+
 @dataclass
 class _Partition:
     source_topic: str
     partition: int
     target_topic: str
+    clock: _Clock
     records: int = 0
     bytes: int = 0
     first_offset: int = -1
@@ -67,7 +77,6 @@ class _Partition:
     delivered: int = 0
     first_target: int = -1
     last_target: int = -1
-    now: float = 0.0  # set before each poll: one clock read per poll, not per record
     latency_sum: float = 0.0
     buckets: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BUCKETS) + 1))
     errors: list[str] = field(default_factory=list)
@@ -83,7 +92,7 @@ class _Partition:
         self.last_target = msg.offset()
         if self.first_target < 0:
             self.first_target = self.last_target
-        latency = self.now - msg.timestamp()[1] / 1000.0
+        latency = self.clock.now - msg.timestamp()[1] / 1000.0
         if latency < 0.0:  # a timestamp in the future (clock skew): count it as no delay
             latency = 0.0
         self.latency_sum += latency
@@ -108,6 +117,18 @@ def _headers(column: pa.Array) -> list:
     return [[(h["key"], h["value"]) for h in row] if row else None for row in column.to_pylist()]
 
 
+def _produce_when_room(producer, clock: _Clock, args: tuple) -> None:
+    """The producer's queue is full: serve delivery reports until it takes the record."""
+    while True:
+        clock.tick()
+        producer.poll(0.05)
+        try:
+            producer.produce(*args)
+            return
+        except BufferError:
+            continue
+
+
 @dataclass(frozen=True)
 class ProduceTask:
     """Picklable: Spark ships it to the workers. `settings` is the librdkafka producer config."""
@@ -117,16 +138,17 @@ class ProduceTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         producer = _producer(self.settings)
+        clock = _Clock()
         parts: dict[tuple[str, int], _Partition] = {}
         for batch in batches:
             for topic, partition, run in _runs(batch) if batch.num_rows else ():
                 part = parts.get((topic, partition))
                 if part is None:
-                    part = parts[(topic, partition)] = _Partition(topic, partition, self.policy.target_topic(topic))
+                    part = parts[(topic, partition)] = _Partition(
+                        topic, partition, self.policy.target_topic(topic), clock)
                 self._produce(producer, run, part)
         while len(producer) > 0:
-            for part in parts.values():
-                part.now = time.time()
+            clock.tick()
             producer.flush(1.0)
         failed = [p for p in parts.values() if p.errors or p.delivered != p.records]
         if failed:
@@ -150,26 +172,18 @@ class ProduceTask:
         keys, values = run.column("key"), run.column("value")
         part.bytes += sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in (keys, values))
         millis = pc.divide(run.column("timestamp").cast(pa.int64()), 1000)  # Spark gives microseconds
-        produce, poll, topic, partition, callback = (producer.produce, producer.poll, part.target_topic,
-                                                     part.partition, part.on_delivery)
-        part.now = time.time()
+        produce, topic, partition, callback = producer.produce, part.target_topic, part.partition, part.on_delivery
         rows = zip(values.to_pylist(), keys.to_pylist(), millis.to_pylist(), _headers(run.column("headers")),
                    strict=True)
         for i, (value, key, ts, headers) in enumerate(rows):
+            args = (topic, value, key, partition, callback, None, ts, headers)
             try:
-                produce(topic, value, key, partition, callback, None, ts, headers)
-            except BufferError:  # the producer's queue is full: serve delivery reports until it has room
-                while True:
-                    part.now = time.time()
-                    poll(0.05)
-                    try:
-                        produce(topic, value, key, partition, callback, None, ts, headers)
-                        break
-                    except BufferError:
-                        continue
+                produce(*args)
+            except BufferError:
+                _produce_when_room(producer, part.clock, args)
             if i % 1000 == 999:
-                part.now = time.time()
-                poll(0)
+                part.clock.tick()
+                producer.poll(0)
 
     @staticmethod
     def _summary(p: _Partition) -> dict:
