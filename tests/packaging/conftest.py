@@ -52,7 +52,7 @@ def build_package(kind: str, outdir: Path, version: str | None = None) -> Built:
 
 def require_root_tools(*tools: str) -> None:
     if os.geteuid() != 0:
-        pytest.skip("packaging tests need root (run through `make test`)")
+        pytest.fail("packaging tests need root: they install packages into a booted container (`make test` as root)")
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
         pytest.fail(f"missing {', '.join(missing)}: `make system-deps` installs them")
