@@ -192,8 +192,8 @@ class Daemon:
             settings = self.load_settings()
             flow = Flow.from_settings(settings)
         except MirrordError as exc:
-            log.error("reload refused, keeping the running configuration: %s", exc)
             self.notifier.ready(self._status_line())
+            log.error("reload refused, keeping the running configuration: %s", exc)
             return
         if (settings.spark_master, settings.spark_conf, settings.flow) != (
                 self.settings.spark_master, self.settings.spark_conf, self.settings.flow):

@@ -158,7 +158,9 @@ def test_reload_of_a_broken_configuration_is_refused_and_mirroring_goes_on(deplo
         d.systemctl("reload")
         wait_until(lambda: "reload refused" in d.c.journal("mirrord", after=mark), 60, "the refusal in the journal")
         assert "num.streams" in d.c.journal("mirrord", after=mark)
-        after = unit_state(d.c, "mirrord")
+        # The journal line and READY=1 travel on different sockets: PID 1 may see READY a moment later.
+        after = wait_until(lambda: (s := unit_state(d.c, "mirrord"))["ActiveState"] != "reloading" and s,
+                           30, "the unit to leave the reloading state")
         assert (after["ActiveState"], after["MainPID"]) == ("active", before["MainPID"]), (before, after)
         topic = d.topic("a-1")
         d.wait_mirrored(topic, d.send(topic, "after-refused-reload"), "records after a refused reload")
