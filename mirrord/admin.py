@@ -7,16 +7,17 @@ import time
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic, OffsetSpec
 
 from mirrord.errors import ClusterUnavailable, MirrordError
-from mirrord.policy import Policy, selects
+from mirrord.policy import Policy, selects, topic_configs_to_copy
 
 log = logging.getLogger(__name__)
 TIMEOUT = 15.0
 OUTAGE_TIMEOUT = 120.0  # as long as the producer retries a record (delivery.timeout.ms)
 
 TP = tuple[str, int]
+CONFIG_REFUSED = {KafkaError.INVALID_CONFIG, KafkaError.POLICY_VIOLATION}
 RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
              KafkaError.NOT_COORDINATOR, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT,
              KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._TRANSPORT}
@@ -64,13 +65,33 @@ class Cluster:
         }
 
     def end_offsets(self, tps: Iterable[TP]) -> dict[TP, int]:
+        return self._list_offsets(tps, OffsetSpec.latest())
+
+    def log_start_offsets(self, tps: Iterable[TP]) -> dict[TP, int]:
+        """The first offset each partition still holds (retention and delete-records move it up)."""
+        return self._list_offsets(tps, OffsetSpec.earliest())
+
+    def _list_offsets(self, tps: Iterable[TP], spec: OffsetSpec) -> dict[TP, int]:
         tps = list(tps)
         if not tps:
             return {}
         def call():
-            request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
+            request = {TopicPartition(t, p): spec for t, p in tps}
             futures = self.admin.list_offsets(request, request_timeout=TIMEOUT)
             return {(tp.topic, tp.partition): fut.result().offset for tp, fut in futures.items()}
+        return retrying(call)
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """Each topic's configs set on the topic itself (not broker defaults), secrets left out."""
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+        if not resources:
+            return {}
+        def call():
+            futures = self.admin.describe_configs(resources, request_timeout=TIMEOUT)
+            return {res.name: {name: e.value for name, e in fut.result().items()
+                               if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG and not e.is_sensitive
+                               and e.value is not None}
+                    for res, fut in futures.items()}
         return retrying(call)
 
     def _group_client(self, group: str):
@@ -107,16 +128,21 @@ class Cluster:
         self._groups.clear()
 
 
-def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy: Policy) -> list[str]:
-    """Create target topics (same partition count) or add partitions, before anything is written."""
+def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy: Policy,
+                  source: Cluster | None = None) -> list[str]:
+    """Create target topics (same partition count; with `source`, its topics' own configs) or add
+    partitions, before anything is written."""
     existing = target.partitions()
+    missing = [t for t in source_partitions if policy.target_topic(t) not in existing]
+    configs = source.topic_configs(missing) if source is not None else {}
     created: list[str] = []
-    new_topics, grow = [], []
+    new_topics, grow, copied = [], [], {}
     for topic, count in source_partitions.items():
         name = policy.target_topic(topic)
         have = existing.get(name)
         if have is None:
-            new_topics.append(NewTopic(name, num_partitions=count, replication_factor=-1))
+            copied[name] = topic_configs_to_copy(configs.get(topic, {}))
+            new_topics.append(NewTopic(name, num_partitions=count, replication_factor=-1, config=copied[name]))
         elif have < count:
             grow.append(NewPartitions(name, count))
     futures = {}
@@ -130,13 +156,31 @@ def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy:
         try:
             fut.result()
             created.append(name)
-            log.info("target topic %s: %s", name, "created" if what == "create" else "partitions added")
+            settings = ", ".join(f"{k}={v}" for k, v in sorted(copied.get(name, {}).items()))
+            log.info("target topic %s: %s", name,
+                     "partitions added" if what == "grow" else f"created ({settings or 'broker defaults'})")
         except KafkaException as exc:
-            if exc.args[0].code() not in (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS):
-                raise MirrordError(f"cannot {what} target topic {name}: {exc.args[0].str()}") from None
+            err = exc.args[0]
+            if what == "create" and copied.get(name) and err.code() in CONFIG_REFUSED:
+                log.warning("target topic %s: the target refused the source topic's configs (%s); creating it "
+                            "with the target's defaults", name, err.str())
+                _create_plain(target, name, next(n.num_partitions for n in new_topics if n.topic == name))
+                created.append(name)
+            elif err.code() not in (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS):
+                raise MirrordError(f"cannot {what} target topic {name}: {err.str()}") from None
     if created:
         _wait_visible(target, {policy.target_topic(t): n for t, n in source_partitions.items()})
     return created
+
+
+def _create_plain(target: Cluster, name: str, partitions: int) -> None:
+    future = target.admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=-1)],
+                                        request_timeout=TIMEOUT)[name]
+    try:
+        future.result()
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise MirrordError(f"cannot create target topic {name}: {exc.args[0].str()}") from None
 
 
 def _wait_visible(target: Cluster, wanted: Mapping[str, int], timeout: float = 30.0) -> None:

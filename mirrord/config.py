@@ -141,6 +141,8 @@ KEYS: dict[str, Key] = {
     "replication.policy.separator": Key(_text, ".", "separator of the prefix policy"),
     "spark.master": Key(_optional_text, "", "Spark master URL; empty means local[num.streams]"),
     "max.offsets.per.trigger": Key(_optional_positive_int, "500000", "records per micro-batch at most"),
+    "sync.topic.configs.enabled": Key(_boolean, "true", "create target topics with the source topic's own "
+                                      "configs (retention.ms, cleanup.policy, ...), as MirrorMaker 2"),
     "stall.timeout.ms": Key(_positive_int, "120000", "a batch running longer than this stops the watchdog"),
 }
 REQUIRED = {"whitelist"}
@@ -175,6 +177,7 @@ class Settings:
     spark_master: str
     max_offsets_per_trigger: int | None
     stall_timeout_ms: int
+    sync_topic_configs: bool = True
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -305,6 +308,7 @@ def load(
         spark_master=str(values["spark.master"]) or f"local[{num_streams}]",
         max_offsets_per_trigger=values["max.offsets.per.trigger"],  # type: ignore[arg-type]
         stall_timeout_ms=int(values["stall.timeout.ms"]),  # type: ignore[arg-type]
+        sync_topic_configs=bool(values["sync.topic.configs.enabled"]),
         spark_conf=spark_conf,
         config_file=config_file,
     )

@@ -21,8 +21,16 @@ from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
-from mirrord.offsets import OffsetSync, OffsetSyncStore
-from mirrord.pipeline import BatchResult, Flow, Pipeline, has_checkpoint, spark_session, starting_offsets
+from mirrord.offsets import OffsetSync, OffsetSyncStore, deleted_before_read, parse_source_offsets
+from mirrord.pipeline import (
+    BatchResult,
+    Flow,
+    Pipeline,
+    add_progress_listener,
+    has_checkpoint,
+    spark_session,
+    starting_offsets,
+)
 from mirrord.sink import LATENCY_BUCKETS
 
 log = logging.getLogger("mirrord")
@@ -42,6 +50,8 @@ class Daemon:
         self.syncs = OffsetSyncStore()
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
+        self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
+        self._first_read: dict[int, dict[tuple[str, int], int]] = {}  # batch id → first offset read
         self._stop = threading.Event()
         self._reload = threading.Event()
         self._mirrored = 0
@@ -63,6 +73,7 @@ class Daemon:
         self._enter_work_dir()
         self._connect()
         self.spark = spark_session(s)
+        add_progress_listener(self.spark, self._on_progress)
         self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
         self.notifier.ready(self._status_line())
@@ -91,6 +102,10 @@ class Daemon:
             starting = "earliest"  # ignored by Spark: the checkpoint decides
         else:
             starting = starting_offsets(self.flow, self.source)
+            if starting.startswith("{"):
+                resume = {tp: o for tp, o in parse_source_offsets(starting).items() if o >= 0}
+                held = self.source.log_start_offsets(resume)
+                self._report_deleted(deleted_before_read(resume, held, {}, held))
         self._seed_positions()
         self.query = pipeline.start(starting)
         self.metrics.up.labels(self.settings.flow).set(1)
@@ -222,27 +237,71 @@ class Daemon:
     # -- batches (Spark callback thread) ---------------------------------------------------
     def _on_batch(self, result: BatchResult) -> None:
         flow = self.settings.flow
-        commits = {}
+        commits, first_read = {}, {}
         for p in result.partitions:
-            topic, partition = p["topic"], p["partition"]
+            topic, partition = tp = p["topic"], p["partition"]
             self.metrics.records.labels(flow, topic).inc(p["records"])
+            self.metrics.lost.labels(flow, topic)  # a zero series, so dashboards and alerts see the topic
             self.metrics.bytes.labels(flow, topic).inc(p["bytes"])
             self.metrics.latency.add(p["latency_buckets"], p["latency_sum"])
             self.syncs.add(OffsetSync(topic, partition, p["first_offset"], p["first_target_offset"]))
             self.syncs.add(OffsetSync(topic, partition, p["last_offset"], p["last_target_offset"]))
-            commits[(topic, partition)] = p["last_offset"] + 1
+            commits[tp] = max(commits.get(tp, 0), p["last_offset"] + 1)
+            first_read[tp] = min(first_read.get(tp, p["first_offset"]), p["first_offset"])
         self.metrics.batch_duration.labels(flow).observe(result.duration)
         self.syncs.save(self.settings.state_dir / "offset-syncs.json")
         with self._lock:
-            self.positions.update(commits)
             self._mirrored += result.records
             self._batches += 1
-        try:
-            self.source.commit(self.settings.group_id, commits)
-        except (MirrordError, Exception) as exc:  # noqa: BLE001 - visibility only; the checkpoint is the truth
-            self.metrics.error("commit")
-            log.warning("cannot commit mirrored offsets to group %s: %s", self.settings.group_id, exc)
+            self._first_read[result.batch_id] = first_read
+            for old in sorted(self._first_read)[:-16]:  # progress events of a stopped query never come
+                del self._first_read[old]
+        self._commit(commits, forward_only=False)
         self.metrics.last_commit.labels(flow).set(time.time())
+
+    def _commit(self, positions: dict[tuple[str, int], int], forward_only: bool = True) -> None:
+        """Set the mirrored positions and commit them to the consumer's group on the source. What a batch
+        wrote is the truth, even backwards (a topic recreated on the source); a batch's end only moves
+        positions forward (past transaction markers and deleted records)."""
+        with self._commit_lock:
+            with self._lock:
+                moved = {tp: o for tp, o in positions.items()
+                         if o > self.positions.get(tp, 0) or (not forward_only and o != self.positions.get(tp))}
+                self.positions.update(moved)
+            if not moved:
+                return
+            try:
+                self.source.commit(self.settings.group_id, moved)
+            except (MirrordError, Exception) as exc:  # noqa: BLE001 - visibility only; the checkpoint is the truth
+                self.metrics.error("commit")
+                log.warning("cannot commit mirrored offsets to group %s: %s", self.settings.group_id, exc)
+
+    def _on_progress(self, progress) -> None:
+        """After each batch (Spark's listener thread): records deleted before they were read are
+        reported, and positions move to the batch's end, past transaction markers and deleted records."""
+        try:
+            query = self.query
+            if query is None or str(progress.runId) != str(query.runId) or not progress.sources:
+                return
+            source = progress.sources[0]
+            start, end = parse_source_offsets(source.startOffset), parse_source_offsets(source.endOffset)
+            with self._lock:
+                first_read = self._first_read.pop(progress.batchId, {})
+            suspects = [tp for tp, s in start.items() if first_read.get(tp, end.get(tp, s)) > s]
+            if suspects:
+                held = self.source.log_start_offsets(suspects)
+                self._report_deleted(deleted_before_read(start, end, first_read, held))
+            self._commit(end)
+        except Exception as exc:  # noqa: BLE001 - a listener error must not stop Spark's event bus
+            self.metrics.error("progress")
+            log.warning("cannot process the progress of batch %s: %s", getattr(progress, "batchId", "?"), exc)
+
+    def _report_deleted(self, lost: dict[tuple[str, int], tuple[int, int]]) -> None:
+        for (topic, partition), (begin, stop) in sorted(lost.items()):
+            self.metrics.lost.labels(self.settings.flow, topic).inc(stop - begin)
+            log.error("%s-%d: %d records (offsets %d to %d) were deleted from the source (retention or "
+                      "delete-records) before mirrord read them; they are not in the target",
+                      topic, partition, stop - begin, begin, stop - 1)
 
     # -- lag and status --------------------------------------------------------------------
     def _lag_loop(self) -> None:

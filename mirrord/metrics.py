@@ -60,6 +60,8 @@ class Metrics:
         self.batch_duration = Histogram("mirrord_batch_duration_seconds", "Duration of a mirrored micro-batch",
                                         ["flow"], registry=r,
                                         buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+        self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records) before "
+                            "mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
         self.last_commit = Gauge("mirrord_last_commit_timestamp_seconds",
                                  "Time of the last committed batch (Unix seconds)", ["flow"], registry=r)
@@ -69,7 +71,7 @@ class Metrics:
         self.up.labels(flow).set(0)
         self.lag.labels(flow).set(0)
         self.last_commit.labels(flow)
-        for kind in ("delivery", "query", "commit", "lag"):
+        for kind in ("delivery", "query", "commit", "lag", "progress"):
             self.errors.labels(flow, kind)
 
     def error(self, kind: str) -> None:

@@ -143,7 +143,8 @@ class Pipeline:
         wanted = self.source.partitions(self.flow.pattern)
         new = {t: n for t, n in wanted.items() if self._ready_topics.get(t, 0) < n}
         if new:
-            admin.ensure_topics(new, self.target, self.flow.policy)
+            admin.ensure_topics(new, self.target, self.flow.policy,
+                                self.source if self.flow.settings.sync_topic_configs else None)
             self._ready_topics.update(new)
 
     def start(self, starting: str):
@@ -177,3 +178,24 @@ class Pipeline:
                 .option("checkpointLocation", str(s.checkpoint_dir))
                 .trigger(processingTime=f"{s.batch_interval_ms} milliseconds")
                 .start())
+
+
+def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:
+    """Call `on_progress(StreamingQueryProgress)` after every trigger of every query in the session:
+    the progress holds each batch's planned source offsets, which foreachBatch does not see."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class ProgressListener(StreamingQueryListener):
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            on_progress(event.progress)
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    spark.streams.addListener(ProgressListener())

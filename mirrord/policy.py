@@ -66,3 +66,17 @@ def subscribe_pattern(whitelist: str, policy: Policy) -> str:
 
 def selects(pattern: str, topic: str) -> bool:
     return re.fullmatch(pattern, topic) is not None
+
+
+# Settings of the target cluster, not of the topic's data: MirrorMaker 2's DefaultConfigPropertyFilter,
+# plus tiered storage, which the target may not have (retention.ms still says how long data is kept).
+NOT_COPIED_TOPIC_CONFIGS = frozenset({
+    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+    "message.timestamp.difference.max.ms", "message.timestamp.type", "unclean.leader.election.enable",
+    "min.insync.replicas", "remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+})
+
+
+def topic_configs_to_copy(configs: dict[str, str]) -> dict[str, str]:
+    """The source topic's own configs (those set on the topic) that its mirror in the target gets."""
+    return {k: v for k, v in configs.items() if k not in NOT_COPIED_TOPIC_CONFIGS}

@@ -9,6 +9,7 @@ import random
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
 from tests.harness.kafka import run_class
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
@@ -103,6 +104,32 @@ def test_a_topic_created_while_running_is_mirrored_without_restart(kafka_pair, m
     wait_until(lambda: count(target.bootstrap, topic) >= 200, 120, "the new topic mirrored")
     assert_same_records(source.bootstrap, target.bootstrap, topic)
     assert mirror.alive()
+
+
+def topic_own_configs(bootstrap: str, topic: str) -> dict[str, str]:
+    """The configs set on the topic itself, as `kafka-configs --describe --entity-type topics` lists them."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result()
+    return {k: e.value for k, e in entries.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG}
+
+
+def test_a_created_target_topic_gets_the_source_topics_own_configs(kafka_pair, mirror):
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-kept-forever"
+    # kept forever and compacted in the source: the target's 7-day default would delete these old records
+    create_topic(source.bootstrap, topic, 2, config={
+        "retention.ms": "-1", "cleanup.policy": "compact,delete", "max.message.bytes": "2097152",
+        "min.insync.replicas": "1", "message.timestamp.type": "CreateTime"})
+    old = [{"partition": i % 2, "key": f"k{i}".encode(), "value": bytes([i]) * 10, "headers": [("i", bytes([i]))],
+            "timestamp": 1_546_300_800_000 + i} for i in range(100)]  # January 2019
+    produce(source.bootstrap, topic, old)
+    wait_until(lambda: count(target.bootstrap, topic) >= 100, 120, "the topic mirrored")
+    assert topic_own_configs(target.bootstrap, topic) == {
+        "retention.ms": "-1", "cleanup.policy": "compact,delete", "max.message.bytes": "2097152"}
+    assert_same_records(source.bootstrap, target.bootstrap, topic)
+    assert f"target topic {topic}: created (cleanup.policy=compact,delete, max.message.bytes=2097152, " \
+           "retention.ms=-1)" in mirror.output()
 
 
 def test_mirrored_offsets_are_committed_under_the_consumer_group(kafka_pair, mirror):

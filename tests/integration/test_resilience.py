@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import time
 
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
 from tests.harness.kafka import KafkaBroker
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
-from tests.harness.records import Trickle, committed_offsets, count, create_topic, end_offsets, read_all, wait_until
+from tests.harness.records import (
+    Trickle,
+    committed_offsets,
+    count,
+    create_topic,
+    end_offsets,
+    produce,
+    read_all,
+    wait_until,
+)
 
 
 def wait_all_mirrored(source: str, topic: str, group: str, timeout: float = 180) -> None:
@@ -127,3 +139,46 @@ def test_target_down_for_30_seconds_loses_nothing(kafka_pair, unique, tmp_path):
             trickle.stop()
         daemon.stop()
         target.destroy()
+
+
+def test_records_deleted_before_mirrord_read_them_are_counted_and_named_not_skipped_silently(
+        kafka_pair, unique, tmp_path):
+    source, target = kafka_pair
+    topic = unique("deleted")
+    create_topic(source.bootstrap, topic, 2)
+    group = unique("deleted-group")
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group)
+
+    def records(first: int, last: int) -> list[dict]:
+        return [{"partition": p, "key": f"k{p}-{i}".encode(), "value": bytes([i % 256]) * 20,
+                 "headers": [("seq", str(i).encode())], "timestamp": 1_700_000_000_000 + i}
+                for p in (0, 1) for i in range(first, last)]
+
+    produce(source.bootstrap, topic, records(0, 100))
+    daemon = Mirrord(config).start()
+    try:
+        daemon.wait_ready()
+        wait_all_mirrored(source.bootstrap, topic, group)
+        assert daemon.stop() == 0
+        produce(source.bootstrap, topic, records(100, 200))
+        original = read_all(source.bootstrap, topic)
+        # As retention would while mirrord is down: partition 0 loses 100-149, partition 1 all of 100-199.
+        admin = AdminClient({"bootstrap.servers": source.bootstrap})
+        for future in admin.delete_records([TopicPartition(topic, 0, 150), TopicPartition(topic, 1, 200)]).values():
+            future.result()
+
+        daemon = Mirrord(config).start()
+        daemon.wait_ready()
+        wait_all_mirrored(source.bootstrap, topic, group)  # the group moves past the deleted range too
+        wait_until(lambda: metric_value(daemon.metrics(), "mirrord_records_lost_total", topic=topic) == 150, 60,
+                   "150 records counted as lost")
+        mirrored = read_all(target.bootstrap, topic)
+        assert [r.fields() for r in mirrored[0]] == [r.fields() for r in original[0][:100] + original[0][150:]]
+        assert [r.fields() for r in mirrored[1]] == [r.fields() for r in original[1][:100]]
+        log = daemon.output()
+        assert f"{topic}-0: 50 records (offsets 100 to 149) were deleted from the source" in log, log[-3000:]
+        assert f"{topic}-1: 100 records (offsets 100 to 199) were deleted from the source" in log, log[-3000:]
+        wait_until(lambda: metric_value(daemon.metrics(), "mirrord_lag_records") == 0, 30, "lag back to 0")
+        assert daemon.stop() == 0
+    finally:
+        daemon.stop()

@@ -1,4 +1,4 @@
-from mirrord.offsets import OffsetSync, OffsetSyncStore, translate
+from mirrord.offsets import OffsetSync, OffsetSyncStore, deleted_before_read, parse_source_offsets, translate
 
 
 def test_translation_never_extrapolates_and_never_skips():
@@ -18,3 +18,38 @@ def test_store_drops_syncs_above_a_rewind_and_round_trips(tmp_path):
     assert [(s.upstream, s.downstream) for s in store.syncs("t", 1)] == [(0, 0), (10, 10), (15, 30)]
     store.save(tmp_path / "syncs.json")
     assert OffsetSyncStore.load(tmp_path / "syncs.json").translate("t", 1, 17) == 31
+
+
+def test_source_offsets_of_spark_progress_are_parsed_per_partition():
+    assert parse_source_offsets('{"orders":{"0":5,"1":7},"clicks":{"0":0}}') == {
+        ("orders", 0): 5, ("orders", 1): 7, ("clicks", 0): 0}
+    assert parse_source_offsets("None") == {} and parse_source_offsets("null") == {}
+    assert parse_source_offsets(None) == {}
+
+
+def test_records_below_the_log_start_that_were_not_read_are_lost():
+    start, end = {("t", 0): 100, ("t", 1): 100}, {("t", 0): 200, ("t", 1): 200}
+    # partition 0: retention moved the log start to 150, the first record read is 150
+    # partition 1: nothing deleted, the whole range read
+    lost = deleted_before_read(start, end, {("t", 0): 150, ("t", 1): 100}, {("t", 0): 150, ("t", 1): 0})
+    assert lost == {("t", 0): (100, 150)}
+
+
+def test_a_partition_deleted_entirely_loses_the_whole_planned_range():
+    lost = deleted_before_read({("t", 0): 10}, {("t", 0): 30}, {}, {("t", 0): 30})
+    assert lost == {("t", 0): (10, 30)}
+
+
+def test_gaps_above_the_log_start_are_compaction_or_markers_not_loss():
+    # first record read at 120 (compacted away or transaction markers below it), log start still 0
+    assert deleted_before_read({("t", 0): 100}, {("t", 0): 200}, {("t", 0): 120}, {("t", 0): 0}) == {}
+
+
+def test_records_read_before_retention_removed_them_are_not_counted_as_lost():
+    # the batch read from 100 on; retention moved the log start to 180 afterwards
+    assert deleted_before_read({("t", 0): 100}, {("t", 0): 200}, {("t", 0): 100}, {("t", 0): 180}) == {}
+
+
+def test_a_resume_point_below_the_log_start_is_lost_up_to_it():
+    held = {("t", 0): 50, ("t", 1): 0}
+    assert deleted_before_read({("t", 0): 20, ("t", 1): 5}, held, {}, held) == {("t", 0): (20, 50)}

@@ -1,4 +1,4 @@
-from mirrord.policy import IdentityPolicy, PrefixPolicy, is_internal, selects, subscribe_pattern
+from mirrord.policy import IdentityPolicy, PrefixPolicy, is_internal, selects, subscribe_pattern, topic_configs_to_copy
 
 
 def test_identity_keeps_the_name_and_prefix_adds_the_source_alias():
@@ -32,3 +32,12 @@ def test_cycle_rule_and_regex_agree():
     pattern = subscribe_pattern(".*", policy)
     for topic in ("a", "right.a", "a.right", "a.right.b", "right", "rightish.a", "a.b.c", "left.right.a"):
         assert selects(pattern, topic) == (not policy.is_cycle(topic) and not is_internal(topic)), topic
+
+
+def test_topic_configs_of_the_data_are_copied_and_those_of_the_target_cluster_are_not():
+    source_topic = {"retention.ms": "-1", "cleanup.policy": "compact", "max.message.bytes": "2097152",
+                    "min.insync.replicas": "2", "unclean.leader.election.enable": "true",
+                    "message.timestamp.type": "LogAppendTime", "leader.replication.throttled.replicas": "*",
+                    "remote.storage.enable": "true", "local.retention.ms": "3600000"}
+    assert topic_configs_to_copy(source_topic) == {
+        "retention.ms": "-1", "cleanup.policy": "compact", "max.message.bytes": "2097152"}
