@@ -89,7 +89,7 @@ class Cluster:
         def call():
             futures = self.admin.describe_configs(resources, request_timeout=TIMEOUT)
             return {res.name: {name: e.value for name, e in fut.result().items()
-                               if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG and not e.is_sensitive
+                               if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and not e.is_sensitive
                                and e.value is not None}
                     for res, fut in futures.items()}
         return retrying(call)

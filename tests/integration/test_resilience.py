@@ -149,9 +149,11 @@ def test_records_deleted_before_mirrord_read_them_are_counted_and_named_not_skip
     group = unique("deleted-group")
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group)
 
+    now = int(time.time() * 1000)  # within the brokers' 7-day retention: this test deletes records itself
+
     def records(first: int, last: int) -> list[dict]:
         return [{"partition": p, "key": f"k{p}-{i}".encode(), "value": bytes([i % 256]) * 20,
-                 "headers": [("seq", str(i).encode())], "timestamp": 1_700_000_000_000 + i}
+                 "headers": [("seq", str(i).encode())], "timestamp": now - 1000 + i}
                 for p in (0, 1) for i in range(first, last)]
 
     produce(source.bootstrap, topic, records(0, 100))
