@@ -7,10 +7,19 @@ import time
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
 
 from mirrord.errors import ClusterUnavailable, MirrordError
-from mirrord.policy import Policy, selects, topic_configs_to_copy
+from mirrord.policy import Policy, selects, topic_config_changes, topic_configs_to_copy
 
 log = logging.getLogger(__name__)
 TIMEOUT = 15.0
@@ -94,6 +103,16 @@ class Cluster:
                     for res, fut in futures.items()}
         return retrying(call)
 
+    def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Set these configs on the topic (incremental: its other configs stay as they are)."""
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+        try:
+            retrying(lambda: self.admin.incremental_alter_configs([resource], request_timeout=TIMEOUT)[resource]
+                     .result())
+        except KafkaException as exc:
+            raise MirrordError(f"cannot set configs of {self.name} topic {topic}: {exc.args[0].str()}") from None
+
     def _group_client(self, group: str):
         """A consumer that never subscribes, used only to read and commit the group's offsets.
 
@@ -171,6 +190,32 @@ def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy:
     if created:
         _wait_visible(target, {policy.target_topic(t): n for t, n in source_partitions.items()})
     return created
+
+
+def sync_topic_configs(source: Cluster, target: Cluster, topics: Iterable[str], policy: Policy) -> int:
+    """Give existing target topics the configs changed on their source topics since (MirrorMaker 2's
+    sync.topic.configs); a config the target refuses is logged and the other topics still synced.
+    Returns the number of topics that could not be synced."""
+    failed = 0
+    topics = list(topics)
+    wanted = source.topic_configs(topics)
+    names = {t: policy.target_topic(t) for t in topics}
+    have = target.topic_configs(n for n in names.values() if n in target.partitions())
+    for topic, name in sorted(names.items()):
+        if name not in have:
+            continue  # not created yet: ensure_topics copies the configs when it creates it
+        changes = topic_config_changes(wanted.get(topic, {}), have[name])
+        if not changes:
+            continue
+        try:
+            target.set_topic_configs(name, changes)
+        except MirrordError as exc:
+            failed += 1
+            log.warning("%s", exc)
+            continue
+        log.info("target topic %s: configs updated (%s)", name,
+                 ", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
+    return failed
 
 
 def _create_plain(target: Cluster, name: str, partitions: int) -> None:

@@ -143,6 +143,8 @@ KEYS: dict[str, Key] = {
     "max.offsets.per.trigger": Key(_optional_positive_int, "500000", "records per micro-batch at most"),
     "sync.topic.configs.enabled": Key(_boolean, "true", "create target topics with the source topic's own "
                                       "configs (retention.ms, cleanup.policy, ...), as MirrorMaker 2"),
+    "sync.topic.configs.interval.seconds": Key(_positive_int, "600", "how often target topics get the configs "
+                                               "changed on their source topics"),
     "stall.timeout.ms": Key(_positive_int, "120000", "a batch running longer than this stops the watchdog"),
 }
 REQUIRED = {"whitelist"}
@@ -178,6 +180,7 @@ class Settings:
     max_offsets_per_trigger: int | None
     stall_timeout_ms: int
     sync_topic_configs: bool = True
+    sync_topic_configs_interval: float = 600.0
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -309,6 +312,7 @@ def load(
         max_offsets_per_trigger=values["max.offsets.per.trigger"],  # type: ignore[arg-type]
         stall_timeout_ms=int(values["stall.timeout.ms"]),  # type: ignore[arg-type]
         sync_topic_configs=bool(values["sync.topic.configs.enabled"]),
+        sync_topic_configs_interval=float(values["sync.topic.configs.interval.seconds"]),  # type: ignore[arg-type]
         spark_conf=spark_conf,
         config_file=config_file,
     )

@@ -76,6 +76,7 @@ class Daemon:
         add_progress_listener(self.spark, self._on_progress)
         self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
+        threading.Thread(target=self._config_loop, name="configs", daemon=True).start()
         self.notifier.ready(self._status_line())
         log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
                  s.whitelist, s.spark_master)
@@ -302,6 +303,20 @@ class Daemon:
             log.error("%s-%d: %d records (offsets %d to %d) were deleted from the source (retention or "
                       "delete-records) before mirrord read them; they are not in the target",
                       topic, partition, stop - begin, begin, stop - 1)
+
+    def _config_loop(self) -> None:
+        """Configs changed on source topics reach their target topics (MirrorMaker 2's sync.topic.configs)."""
+        while not self._stop.wait(self.settings.sync_topic_configs_interval):
+            if not self.settings.sync_topic_configs:
+                continue
+            try:
+                topics = self.source.partitions(self.flow.pattern)
+                failed = admin.sync_topic_configs(self.source, self.target, topics, self.flow.policy)
+            except Exception as exc:  # noqa: BLE001 - a cluster that does not answer: again at the next interval
+                failed = 1
+                log.warning("cannot sync topic configs: %s", exc)
+            if failed:
+                self.metrics.errors.labels(self.settings.flow, "config").inc(failed)
 
     # -- lag and status --------------------------------------------------------------------
     def _lag_loop(self) -> None:

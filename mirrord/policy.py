@@ -80,3 +80,9 @@ NOT_COPIED_TOPIC_CONFIGS = frozenset({
 def topic_configs_to_copy(configs: dict[str, str]) -> dict[str, str]:
     """The source topic's own configs (those set on the topic) that its mirror in the target gets."""
     return {k: v for k, v in configs.items() if k not in NOT_COPIED_TOPIC_CONFIGS}
+
+
+def topic_config_changes(source: dict[str, str], target: dict[str, str]) -> dict[str, str]:
+    """What to set on a target topic so that it has its source topic's configs. A config set only on
+    the target is left alone (as MirrorMaker 2 with use.defaults.from=target): an operator's choice."""
+    return {k: v for k, v in topic_configs_to_copy(source).items() if target.get(k) != v}

@@ -9,7 +9,7 @@ import random
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 from tests.harness.kafka import run_class
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
@@ -62,7 +62,8 @@ def mirror(kafka_pair, tmp_path_factory):
     source, target = kafka_pair
     prefix = f"mod-{time.monotonic_ns()}"
     config = write_flow(tmp_path_factory.mktemp("flow"), source.bootstrap, target.bootstrap,
-                        f"{prefix}-(?!private).*", group=f"{prefix}-mirror")
+                        f"{prefix}-(?!private).*", group=f"{prefix}-mirror",
+                        conf={"sync.topic.configs.interval.seconds": "2"})
     daemon = Mirrord(config).start()
     daemon.prefix = prefix
     daemon.group = f"{prefix}-mirror"
@@ -114,7 +115,7 @@ def topic_own_configs(bootstrap: str, topic: str) -> dict[str, str]:
     return {k: e.value for k, e in entries.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
 
 
-def test_a_created_target_topic_gets_the_source_topics_own_configs(kafka_pair, mirror):
+def test_a_target_topic_gets_its_source_topics_own_configs_and_their_changes(kafka_pair, mirror):
     source, target = kafka_pair
     topic = f"{mirror.prefix}-kept-forever"
     # kept forever and compacted in the source: the target's 7-day default would delete these old records
@@ -130,6 +131,20 @@ def test_a_created_target_topic_gets_the_source_topics_own_configs(kafka_pair, m
     assert_same_records(source.bootstrap, target.bootstrap, topic)
     assert f"target topic {topic}: created (cleanup.policy=compact,delete, max.message.bytes=2097152, " \
            "retention.ms=-1)" in mirror.output()
+
+    # later: the source topic gets 30 days of retention and a new config; an operator's setting on the target stays
+    set_topic_configs(target.bootstrap, topic, {"segment.bytes": "1048576"})
+    set_topic_configs(source.bootstrap, topic, {"retention.ms": "2592000000", "segment.ms": "3600000"})
+    wanted = {"retention.ms": "2592000000", "cleanup.policy": "compact,delete", "max.message.bytes": "2097152",
+              "segment.ms": "3600000", "segment.bytes": "1048576"}
+    wait_until(lambda: topic_own_configs(target.bootstrap, topic) == wanted, 60, f"the target topic's configs {wanted}")
+
+
+def set_topic_configs(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
+    """As `kafka-configs --alter --add-config` would."""
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    AdminClient({"bootstrap.servers": bootstrap}).incremental_alter_configs([resource])[resource].result()
 
 
 def test_mirrored_offsets_are_committed_under_the_consumer_group(kafka_pair, mirror):

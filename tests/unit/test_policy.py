@@ -1,4 +1,12 @@
-from mirrord.policy import IdentityPolicy, PrefixPolicy, is_internal, selects, subscribe_pattern, topic_configs_to_copy
+from mirrord.policy import (
+    IdentityPolicy,
+    PrefixPolicy,
+    is_internal,
+    selects,
+    subscribe_pattern,
+    topic_config_changes,
+    topic_configs_to_copy,
+)
 
 
 def test_identity_keeps_the_name_and_prefix_adds_the_source_alias():
@@ -41,3 +49,10 @@ def test_topic_configs_of_the_data_are_copied_and_those_of_the_target_cluster_ar
                     "remote.storage.enable": "true", "local.retention.ms": "3600000"}
     assert topic_configs_to_copy(source_topic) == {
         "retention.ms": "-1", "cleanup.policy": "compact", "max.message.bytes": "2097152"}
+
+
+def test_only_configs_that_differ_from_the_source_are_set_and_target_only_ones_are_kept():
+    source = {"retention.ms": "-1", "cleanup.policy": "compact", "min.insync.replicas": "2"}
+    target = {"retention.ms": "604800000", "cleanup.policy": "compact", "segment.bytes": "1048576"}
+    assert topic_config_changes(source, target) == {"retention.ms": "-1"}
+    assert topic_config_changes(source, {"retention.ms": "-1", "cleanup.policy": "compact"}) == {}
