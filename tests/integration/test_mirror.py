@@ -144,7 +144,8 @@ def set_topic_configs(bootstrap: str, topic: str, configs: dict[str, str]) -> No
     """As `kafka-configs --alter --add-config` would."""
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
-    AdminClient({"bootstrap.servers": bootstrap}).incremental_alter_configs([resource])[resource].result()
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client cancels its requests
+    admin.incremental_alter_configs([resource])[resource].result()
 
 
 def test_mirrored_offsets_are_committed_under_the_consumer_group(kafka_pair, mirror):
