@@ -113,6 +113,21 @@ class Cluster:
         except KafkaException as exc:
             raise MirrordError(f"cannot set configs of {self.name} topic {topic}: {exc.args[0].str()}") from None
 
+    def consumer_groups(self) -> list[str]:
+        """Every consumer group of the cluster."""
+        result = retrying(lambda: self.admin.list_consumer_groups(request_timeout=TIMEOUT).result())
+        return sorted(g.group_id for g in result.valid)
+
+    def group_has_members(self, group: str) -> bool:
+        """Whether consumers are in the group now (a group that does not exist has none)."""
+        desc = retrying(lambda: self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result())
+        return bool(desc.members)
+
+    def forget_groups(self, keep: str = "") -> None:
+        """Close the clients opened for other groups' offsets."""
+        for group in [g for g in self._groups if g != keep]:
+            self._groups.pop(group).close()
+
     def _group_client(self, group: str):
         """A consumer that never subscribes, used only to read and commit the group's offsets.
 

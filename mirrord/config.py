@@ -117,6 +117,10 @@ def _whitelist(text: str, origin: Origin) -> str:
     return pattern
 
 
+def _optional_regex(text: str, origin: Origin) -> str:
+    return _whitelist(text, origin) if normalize_whitelist(text) else ""
+
+
 @dataclass(frozen=True)
 class Key:
     parse: Callable[[str, Origin], object]
@@ -145,6 +149,11 @@ KEYS: dict[str, Key] = {
                                       "configs (retention.ms, cleanup.policy, ...), as MirrorMaker 2"),
     "sync.topic.configs.interval.seconds": Key(_positive_int, "600", "how often target topics get the configs "
                                                "changed on their source topics"),
+    "sync.group.offsets.enabled": Key(_boolean, "false", "commit translated offsets of source consumer groups "
+                                      "into the same groups on the target, for failover (MirrorMaker 2)"),
+    "sync.group.offsets.interval.seconds": Key(_positive_int, "60", "how often group offsets are translated"),
+    "groups": Key(_whitelist, ".*", "consumer groups whose offsets are translated: a regex"),
+    "groups.exclude": Key(_optional_regex, "console-consumer-.*,connect-.*,__.*", "groups never translated"),
     "stall.timeout.ms": Key(_positive_int, "120000", "a batch running longer than this stops the watchdog"),
 }
 REQUIRED = {"whitelist"}
@@ -181,6 +190,10 @@ class Settings:
     stall_timeout_ms: int
     sync_topic_configs: bool = True
     sync_topic_configs_interval: float = 600.0
+    sync_group_offsets: bool = False
+    sync_group_offsets_interval: float = 60.0
+    groups: str = ".*"
+    groups_exclude: str = ""
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -313,6 +326,10 @@ def load(
         stall_timeout_ms=int(values["stall.timeout.ms"]),  # type: ignore[arg-type]
         sync_topic_configs=bool(values["sync.topic.configs.enabled"]),
         sync_topic_configs_interval=float(values["sync.topic.configs.interval.seconds"]),  # type: ignore[arg-type]
+        sync_group_offsets=bool(values["sync.group.offsets.enabled"]),
+        sync_group_offsets_interval=float(values["sync.group.offsets.interval.seconds"]),  # type: ignore[arg-type]
+        groups=str(values["groups"]),
+        groups_exclude=str(values["groups.exclude"]),
         spark_conf=spark_conf,
         config_file=config_file,
     )

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mirrord import admin, translate
+from mirrord import admin, checkpoints, translate
 from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
@@ -38,6 +38,7 @@ STATUS_EVERY = 10.0
 LAG_EVERY = 5.0
 STOP_GRACE = 30.0
 RESTART_BACKOFF = 5.0
+SYNCS_FILE = "offset-syncs.json"
 
 
 class Daemon:
@@ -47,7 +48,8 @@ class Daemon:
         self.settings = load_settings()
         self.flow = Flow.from_settings(self.settings)
         self.metrics = Metrics(self.settings.flow, LATENCY_BUCKETS, _spark_version())
-        self.syncs = OffsetSyncStore()
+        self.syncs = _load_syncs(self.settings.state_dir / SYNCS_FILE)
+        self._syncs_lock = threading.Lock()
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
@@ -77,6 +79,7 @@ class Daemon:
         self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
         threading.Thread(target=self._config_loop, name="configs", daemon=True).start()
+        threading.Thread(target=self._groups_loop, name="groups", daemon=True).start()
         self.notifier.ready(self._status_line())
         log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
                  s.whitelist, s.spark_master)
@@ -245,12 +248,14 @@ class Daemon:
             self.metrics.lost.labels(flow, topic)  # a zero series, so dashboards and alerts see the topic
             self.metrics.bytes.labels(flow, topic).inc(p["bytes"])
             self.metrics.latency.add(p["latency_buckets"], p["latency_sum"])
-            self.syncs.add(OffsetSync(topic, partition, p["first_offset"], p["first_target_offset"]))
-            self.syncs.add(OffsetSync(topic, partition, p["last_offset"], p["last_target_offset"]))
+            with self._syncs_lock:
+                self.syncs.add(OffsetSync(topic, partition, p["first_offset"], p["first_target_offset"]))
+                self.syncs.add(OffsetSync(topic, partition, p["last_offset"], p["last_target_offset"]))
             commits[tp] = max(commits.get(tp, 0), p["last_offset"] + 1)
             first_read[tp] = min(first_read.get(tp, p["first_offset"]), p["first_offset"])
         self.metrics.batch_duration.labels(flow).observe(result.duration)
-        self.syncs.save(self.settings.state_dir / "offset-syncs.json")
+        with self._syncs_lock:
+            self.syncs.save(self.settings.state_dir / SYNCS_FILE)
         with self._lock:
             self._mirrored += result.records
             self._batches += 1
@@ -318,6 +323,20 @@ class Daemon:
             if failed:
                 self.metrics.errors.labels(self.settings.flow, "config").inc(failed)
 
+    def _groups_loop(self) -> None:
+        """Source groups' offsets, translated, into the target's groups (sync.group.offsets.enabled)."""
+        while not self._stop.wait(self.settings.sync_group_offsets_interval):
+            s = self.settings
+            if not s.sync_group_offsets:
+                continue
+            try:
+                topics = self.source.partitions(self.flow.pattern)
+                checkpoints.sync_group_offsets(self.source, self.target, topics, self.syncs, self._syncs_lock,
+                                               self.flow.policy, s.groups, s.groups_exclude, s.group_id)
+            except Exception as exc:  # noqa: BLE001 - a cluster that does not answer: again at the next interval
+                self.metrics.errors.labels(s.flow, "groups").inc()
+                log.warning("cannot translate consumer group offsets: %s", exc)
+
     # -- lag and status --------------------------------------------------------------------
     def _lag_loop(self) -> None:
         """Lag from the source's log-end offsets, independent of Spark: it rises while the target is down."""
@@ -348,6 +367,15 @@ class Daemon:
         lag = "?" if self._lag_total is None else self._lag_total
         topics = "?" if self._topics is None else self._topics
         return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics"
+
+
+def _load_syncs(path) -> OffsetSyncStore:
+    """The offset syncs of earlier runs, so that groups far behind still translate after a restart."""
+    try:
+        return OffsetSyncStore.load(path)
+    except (OSError, ValueError, TypeError) as exc:
+        log.warning("ignoring unreadable offset syncs %s (translation starts afresh): %s", path, exc)
+        return OffsetSyncStore()
 
 
 def _wait_jvm_exit(timeout: float = 30.0) -> None:

@@ -71,7 +71,7 @@ class Metrics:
         self.up.labels(flow).set(0)
         self.lag.labels(flow).set(0)
         self.last_commit.labels(flow)
-        for kind in ("delivery", "query", "commit", "lag", "progress", "config"):
+        for kind in ("delivery", "query", "commit", "lag", "progress", "config", "groups"):
             self.errors.labels(flow, kind)
 
     def error(self, kind: str) -> None:

@@ -36,6 +36,16 @@ def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
     return best.downstream if group_offset == best.upstream else best.downstream + 1
 
 
+def _least_needed(syncs: list[OffsetSync]) -> int:
+    """The sync whose removal leaves the smallest gap relative to its age: recent syncs stay dense and
+    old ones thin out roughly exponentially but stay covered (as MirrorMaker 2's store since
+    KAFKA-14666), so a group far behind still translates, only less tightly. The oldest and the
+    newest are always kept."""
+    newest = syncs[-1].upstream
+    return min(range(1, len(syncs) - 1),
+               key=lambda i: ((syncs[i + 1].upstream - syncs[i - 1].upstream) / (newest - syncs[i].upstream + 1), i))
+
+
 class OffsetSyncStore:
     """Recent syncs per partition, newest last; a rewind upstream (re-mirroring) drops later ones."""
 
@@ -47,7 +57,8 @@ class OffsetSyncStore:
         while syncs and syncs[-1].upstream >= sync.upstream:
             syncs.pop()
         syncs.append(sync)
-        del syncs[:-MAX_SYNCS_PER_PARTITION]
+        if len(syncs) > MAX_SYNCS_PER_PARTITION:
+            del syncs[_least_needed(syncs)]
 
     def syncs(self, topic: str, partition: int) -> list[OffsetSync]:
         return list(self._syncs.get((topic, partition), ()))

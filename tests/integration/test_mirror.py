@@ -63,7 +63,8 @@ def mirror(kafka_pair, tmp_path_factory):
     prefix = f"mod-{time.monotonic_ns()}"
     config = write_flow(tmp_path_factory.mktemp("flow"), source.bootstrap, target.bootstrap,
                         f"{prefix}-(?!private).*", group=f"{prefix}-mirror",
-                        conf={"sync.topic.configs.interval.seconds": "2"})
+                        conf={"sync.topic.configs.interval.seconds": "2", "sync.group.offsets.enabled": "true",
+                              "sync.group.offsets.interval.seconds": "2", "groups": f"{prefix}-.*"})
     daemon = Mirrord(config).start()
     daemon.prefix = prefix
     daemon.group = f"{prefix}-mirror"
@@ -161,6 +162,28 @@ def test_mirrored_offsets_are_committed_under_the_consumer_group(kafka_pair, mir
                           "--bootstrap-server", source.bootstrap, "--describe", "--group", mirror.group)
     rows = [line.split() for line in described.stdout.splitlines() if f" {topic} " in f" {line} "]
     assert {(int(r[2]), int(r[3]), int(r[5])) for r in rows} == {(p, e, 0) for p, e in ends.items()}, described
+
+
+def test_consumer_groups_fail_over_to_translated_offsets_on_the_target(kafka_pair, mirror):
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-failover"
+    create_topic(source.bootstrap, topic, 2)
+    produce(source.bootstrap, topic, varied_records(300, 2, seed=8))
+    ends = end_offsets(source.bootstrap, topic)
+    wait_until(lambda: committed_offsets(source.bootstrap, mirror.group, topic) == ends, 120, "the topic mirrored")
+    caught_up, behind = f"{mirror.prefix}-billing", f"{mirror.prefix}-audit"
+    commit_offsets(source.bootstrap, caught_up, topic, ends)
+    commit_offsets(source.bootstrap, behind, topic, {0: 40, 1: 25})
+
+    # the consumers fail over: on the target, their groups resume where they were, or a little before
+    wait_until(lambda: committed_offsets(target.bootstrap, caught_up, topic) == ends, 60, f"{caught_up} translated")
+    resumed = wait_until(lambda: committed_offsets(target.bootstrap, behind, topic), 60, f"{behind} translated")
+    src, dst = read_all(source.bootstrap, topic), read_all(target.bootstrap, topic)
+    for p, position in {0: 40, 1: 25}.items():
+        assert resumed[p] <= position, f"partition {p}: translated past the group's position: {resumed}"
+        assert [r.fields() for r in dst[p][resumed[p]:]][-(len(src[p]) - position):] == \
+            [r.fields() for r in src[p][position:]], f"partition {p}: records skipped after failover"
+    assert committed_offsets(target.bootstrap, mirror.group, topic) == {}, "mirrord's own group was translated"
 
 
 def test_first_start_resumes_from_the_groups_committed_offsets(kafka_pair, unique, tmp_path):

@@ -1,4 +1,11 @@
-from mirrord.offsets import OffsetSync, OffsetSyncStore, deleted_before_read, parse_source_offsets, translate
+from mirrord.offsets import (
+    MAX_SYNCS_PER_PARTITION,
+    OffsetSync,
+    OffsetSyncStore,
+    deleted_before_read,
+    parse_source_offsets,
+    translate,
+)
 
 
 def test_translation_never_extrapolates_and_never_skips():
@@ -53,3 +60,15 @@ def test_records_read_before_retention_removed_them_are_not_counted_as_lost():
 def test_a_resume_point_below_the_log_start_is_lost_up_to_it():
     held = {("t", 0): 50, ("t", 1): 0}
     assert deleted_before_read({("t", 0): 20, ("t", 1): 5}, held, {}, held) == {("t", 0): (20, 50)}
+
+
+def test_a_long_history_keeps_recent_syncs_dense_and_old_ones_covered():
+    store = OffsetSyncStore()
+    for offset in range(0, 100_000, 10):  # a sync every 10 records, target offsets 5 000 higher
+        store.add(OffsetSync("t", 0, offset, offset + 5_000))
+    kept = [s.upstream for s in store.syncs("t", 0)]
+    assert len(kept) == MAX_SYNCS_PER_PARTITION and kept[0] == 0 and kept[-1] == 99_990
+    assert kept[-2] == 99_980  # the newest stay exact
+    for group_offset in (5, 1_234, 50_000, 99_985):  # never past the true target offset: re-reads, no skips
+        assert store.translate("t", 0, group_offset) <= group_offset + 5_000
+    assert store.translate("t", 0, 99_990) == 104_990
