@@ -57,6 +57,7 @@ class Daemon:
         self._stop = threading.Event()
         self._reload = threading.Event()
         self._mirrored = 0
+        self._lost = 0
         self._batches = 0
         self._trigger_since: float | None = None
         self._stall_reported = False
@@ -305,6 +306,8 @@ class Daemon:
     def _report_deleted(self, lost: dict[tuple[str, int], tuple[int, int]]) -> None:
         for (topic, partition), (begin, stop) in sorted(lost.items()):
             self.metrics.lost.labels(self.settings.flow, topic).inc(stop - begin)
+            with self._lock:
+                self._lost += stop - begin
             log.error("%s-%d: %d records (offsets %d to %d) were deleted from the source (retention or "
                       "delete-records) before mirrord read them; they are not in the target",
                       topic, partition, stop - begin, begin, stop - 1)
@@ -366,7 +369,8 @@ class Daemon:
                 rate = 0.0
         lag = "?" if self._lag_total is None else self._lag_total
         topics = "?" if self._topics is None else self._topics
-        return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics"
+        lost = f", {self._lost} records lost (deleted before read)" if self._lost else ""
+        return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
 
 
 def _load_syncs(path) -> OffsetSyncStore:

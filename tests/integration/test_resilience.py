@@ -181,6 +181,7 @@ def test_records_deleted_before_mirrord_read_them_are_counted_and_named_not_skip
         assert f"{topic}-0: 50 records (offsets 100 to 149) were deleted from the source" in log, log[-3000:]
         assert f"{topic}-1: 100 records (offsets 100 to 199) were deleted from the source" in log, log[-3000:]
         wait_until(lambda: metric_value(daemon.metrics(), "mirrord_lag_records") == 0, 30, "lag back to 0")
+        wait_until(lambda: "150 records lost (deleted before read)" in daemon.output(), 30, "the loss in the status")
         assert daemon.stop() == 0
     finally:
         daemon.stop()
