@@ -173,4 +173,6 @@ class Trickle:
         assert not self.errors, self.errors[:3]
 
     def stop(self) -> None:
+        """Stop sending and wait for the producer to flush and close (before its brokers go away)."""
         self._stop.set()
+        self._thread.join(30)
