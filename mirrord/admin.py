@@ -170,12 +170,12 @@ def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy:
     missing = [t for t in source_partitions if policy.target_topic(t) not in existing]
     configs = source.topic_configs(missing) if source is not None else {}
     created: list[str] = []
-    new_topics, grow, copied = [], [], {}
+    new_topics, grow, copied, counts = [], [], {}, {}
     for topic, count in source_partitions.items():
         name = policy.target_topic(topic)
         have = existing.get(name)
         if have is None:
-            copied[name] = topic_configs_to_copy(configs.get(topic, {}))
+            copied[name], counts[name] = topic_configs_to_copy(configs.get(topic, {})), count
             new_topics.append(NewTopic(name, num_partitions=count, replication_factor=-1, config=copied[name]))
         elif have < count:
             grow.append(NewPartitions(name, count))
@@ -198,7 +198,7 @@ def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy:
             if what == "create" and copied.get(name) and err.code() in CONFIG_REFUSED:
                 log.warning("target topic %s: the target refused the source topic's configs (%s); creating it "
                             "with the target's defaults", name, err.str())
-                _create_plain(target, name, next(n.num_partitions for n in new_topics if n.topic == name))
+                _create_plain(target, name, counts[name])
                 created.append(name)
             elif err.code() not in (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS):
                 raise MirrordError(f"cannot {what} target topic {name}: {err.str()}") from None
@@ -215,7 +215,8 @@ def sync_topic_configs(source: Cluster, target: Cluster, topics: Iterable[str], 
     topics = list(topics)
     wanted = source.topic_configs(topics)
     names = {t: policy.target_topic(t) for t in topics}
-    have = target.topic_configs(n for n in names.values() if n in target.partitions())
+    existing = target.partitions()
+    have = target.topic_configs(n for n in names.values() if n in existing)
     for topic, name in sorted(names.items()):
         if name not in have:
             continue  # not created yet: ensure_topics copies the configs when it creates it

@@ -79,8 +79,12 @@ class Daemon:
         add_progress_listener(self.spark, self._on_progress)
         self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
-        threading.Thread(target=self._config_loop, name="configs", daemon=True).start()
-        threading.Thread(target=self._groups_loop, name="groups", daemon=True).start()
+        threading.Thread(target=self._periodically, name="configs", daemon=True, args=(
+            lambda s: s.sync_topic_configs, lambda s: s.sync_topic_configs_interval, "config", "sync topic configs",
+            lambda topics: admin.sync_topic_configs(self.source, self.target, topics, self.flow.policy))).start()
+        threading.Thread(target=self._periodically, name="groups", daemon=True, args=(
+            lambda s: s.sync_group_offsets, lambda s: s.sync_group_offsets_interval, "groups",
+            "translate consumer group offsets", self._sync_groups)).start()
         self.notifier.ready(self._status_line())
         log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
                  s.whitelist, s.spark_master)
@@ -242,20 +246,21 @@ class Daemon:
     # -- batches (Spark callback thread) ---------------------------------------------------
     def _on_batch(self, result: BatchResult) -> None:
         flow = self.settings.flow
-        commits, first_read = {}, {}
+        commits, first_read, syncs = {}, {}, []
         for p in result.partitions:
             topic, partition = tp = p["topic"], p["partition"]
             self.metrics.records.labels(flow, topic).inc(p["records"])
             self.metrics.lost.labels(flow, topic)  # a zero series, so dashboards and alerts see the topic
             self.metrics.bytes.labels(flow, topic).inc(p["bytes"])
             self.metrics.latency.add(p["latency_buckets"], p["latency_sum"])
-            with self._syncs_lock:
-                self.syncs.add(OffsetSync(topic, partition, p["first_offset"], p["first_target_offset"]))
-                self.syncs.add(OffsetSync(topic, partition, p["last_offset"], p["last_target_offset"]))
+            syncs += [OffsetSync(topic, partition, p["first_offset"], p["first_target_offset"]),
+                      OffsetSync(topic, partition, p["last_offset"], p["last_target_offset"])]
             commits[tp] = max(commits.get(tp, 0), p["last_offset"] + 1)
             first_read[tp] = min(first_read.get(tp, p["first_offset"]), p["first_offset"])
         self.metrics.batch_duration.labels(flow).observe(result.duration)
         with self._syncs_lock:
+            for sync in syncs:
+                self.syncs.add(sync)
             self.syncs.save(self.settings.state_dir / SYNCS_FILE)
         with self._lock:
             self._mirrored += result.records
@@ -312,33 +317,27 @@ class Daemon:
                       "delete-records) before mirrord read them; they are not in the target",
                       topic, partition, stop - begin, begin, stop - 1)
 
-    def _config_loop(self) -> None:
-        """Configs changed on source topics reach their target topics (MirrorMaker 2's sync.topic.configs)."""
-        while not self._stop.wait(self.settings.sync_topic_configs_interval):
-            if not self.settings.sync_topic_configs:
+    def _periodically(self, enabled: Callable[[Settings], bool], interval: Callable[[Settings], float], kind: str,
+                      what: str, work: Callable[[dict[str, int]], int]) -> None:
+        """`work(mirrored topics)` every interval while enabled (both read from the current settings, so a
+        reload applies); it returns how many items failed, counted as `kind` errors."""
+        while not self._stop.wait(interval(self.settings)):
+            if not enabled(self.settings):
                 continue
             try:
-                topics = self.source.partitions(self.flow.pattern)
-                failed = admin.sync_topic_configs(self.source, self.target, topics, self.flow.policy)
+                failed = work(self.source.partitions(self.flow.pattern))
             except Exception as exc:  # noqa: BLE001 - a cluster that does not answer: again at the next interval
                 failed = 1
-                log.warning("cannot sync topic configs: %s", exc)
+                log.warning("cannot %s: %s", what, exc)
             if failed:
-                self.metrics.errors.labels(self.settings.flow, "config").inc(failed)
+                self.metrics.errors.labels(self.settings.flow, kind).inc(failed)
 
-    def _groups_loop(self) -> None:
+    def _sync_groups(self, topics: dict[str, int]) -> int:
         """Source groups' offsets, translated, into the target's groups (sync.group.offsets.enabled)."""
-        while not self._stop.wait(self.settings.sync_group_offsets_interval):
-            s = self.settings
-            if not s.sync_group_offsets:
-                continue
-            try:
-                topics = self.source.partitions(self.flow.pattern)
-                checkpoints.sync_group_offsets(self.source, self.target, topics, self.syncs, self._syncs_lock,
-                                               self.flow.policy, s.groups, s.groups_exclude, s.group_id)
-            except Exception as exc:  # noqa: BLE001 - a cluster that does not answer: again at the next interval
-                self.metrics.errors.labels(s.flow, "groups").inc()
-                log.warning("cannot translate consumer group offsets: %s", exc)
+        s = self.settings
+        checkpoints.sync_group_offsets(self.source, self.target, topics, self.syncs, self._syncs_lock,
+                                       self.flow.policy, s.groups, s.groups_exclude, s.group_id)
+        return 0
 
     # -- lag and status --------------------------------------------------------------------
     def _lag_loop(self) -> None:
