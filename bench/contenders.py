@@ -64,10 +64,15 @@ class Contender:
     label: str
     creates_topics: bool = True  # else the bench creates the target topics (brokers do not auto-create)
     keeps_partitions: bool = True  # else completion compares total record counts, not partitions
+    notifies: bool = False  # sends sd_notify READY=1: the bench gives it a NOTIFY_SOCKET and times READY
 
     def available(self) -> str | None:
         """None when it can run here, else why not."""
         return None
+
+    def describe(self, partitions: int, streams: int) -> str:
+        """The label in the tables, for a run with this many partitions and streams."""
+        return self.label
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
         raise NotImplementedError
@@ -75,11 +80,24 @@ class Contender:
 
 @dataclass
 class MirrorMaker2(Contender):
+    """Dedicated MirrorMaker 2; `tasks` says what its tasks.max follows: the partitions or num.streams.
+
+    Both run, since neither is the better tuning everywhere: one task per partition keeps every partition
+    busy on a big machine, while on few cores as many tasks as the other mirrors' streams costs less CPU
+    and copies faster. The report compares with whichever did better in each repetition."""
+
     name: str = "mm2"
-    label: str = "MirrorMaker 2 (dedicated, 4.2.0)"
+    label: str = "MirrorMaker 2 (dedicated, 4.2.0, tasks.max = partitions)"
+    tasks: str = "partitions"  # or "streams"
 
     def available(self) -> str | None:
         return None if any((JARS / "mm2").glob("connect-mirror-4*.jar")) else "connect-mirror jars missing"
+
+    def tasks_max(self, partitions: int, streams: int) -> int:
+        return streams if self.tasks == "streams" else partitions
+
+    def describe(self, partitions: int, streams: int) -> str:
+        return f"MirrorMaker 2 (dedicated, 4.2.0, tasks.max = {self.tasks_max(partitions, streams)} = {self.tasks})"
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
         src, tgt = f"src{run.id}", f"tgt{run.id}"  # fresh aliases: fresh internal topics and offsets
@@ -91,7 +109,7 @@ class MirrorMaker2(Contender):
             f"{tgt}->{src}.enabled": "false",
             f"{src}->{tgt}.topics": ",".join(run.topics),
             "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
-            "tasks.max": str(ctx.partitions),
+            "tasks.max": str(self.tasks_max(ctx.partitions, ctx.streams)),
             "emit.heartbeats.enabled": "false",
             "emit.checkpoints.enabled": "false",
             "sync.group.offsets.enabled": "false",
@@ -185,6 +203,7 @@ class Mirrord(Contender):
 
     name: str = "mirrord"
     label: str = "mirrord (default sink)"
+    notifies: bool = True
     conf: dict[str, str] = field(default_factory=dict)
 
     def available(self) -> str | None:
@@ -211,7 +230,9 @@ def all_contenders() -> list[Contender]:
     """Every contender, in the order they run; mirrord's extra modes come from BENCH_MIRRORD_MODES.
 
     BENCH_MIRRORD_MODES is `name:key=value,key=value;name2:...`, each a mirrord.conf [mirrord] variant."""
-    out: list[Contender] = [MirrorMaker2(), Mirrord()]
+    out: list[Contender] = [MirrorMaker2(), MirrorMaker2(name="mm2-streams", tasks="streams",
+                                                         label="MirrorMaker 2 (dedicated, 4.2.0, tasks.max = streams)"),
+                            Mirrord()]
     for spec in filter(None, os.environ.get("BENCH_MIRRORD_MODES", "").split(";")):
         name, _, kvs = spec.partition(":")
         conf = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 SIZE_LABEL = {"backfill-100": "100 B", "backfill-1024": "1 KiB"}
-REFERENCE = "mm2"
+# The MirrorMaker 2 contenders (tasks.max = partitions, tasks.max = num.streams): the reference of every
+# ratio is, per workload and per repetition, the better of those that ran (see better_mm2).
+MM2 = ("mm2", "mm2-streams")
+BEST = "better MM2"  # `against` of _ratios for that reference
+
+# The bars mirrord must meet (issue: "compare mirrord with the better of the two MM2 per workload").
+BAR_BACKFILL = {"backfill-100": 1.25, "backfill-1024": 1.0}  # records/s ÷ the better MM2, at least
+BAR_READY_S = 15.0  # READY (sd_notify) after launch, less than
+BAR_RSS_BYTES = 1.2 * 2**30  # peak RSS of the process tree, at most
 
 
 def brief(workload: str, res: dict) -> str:
@@ -34,6 +43,49 @@ def spread(values: list[float], fmt: str = "{:,.0f}") -> str:
     return f"{med} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
+def _ok(res: dict | None) -> bool:
+    return res is not None and res.get("status") != "failed"
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def cpu_per_m(res: dict) -> float | None:
+    """CPU seconds per million records copied (recorded by the bench since it ran two MM2s, else derived)."""
+    if res.get("cpu_seconds_per_m_records") is not None:
+        return res["cpu_seconds_per_m_records"]
+    return 1e6 * res["cpu_seconds"] / res["copied"] if res.get("copied") else None
+
+
+def ready_s(res: dict) -> float | None:
+    """Seconds from launch to READY=1 (sd_notify) for a contender that sends it, else to its first copied record."""
+    return res.get("ready_seconds") if res.get("ready_seconds") is not None else res.get("startup_seconds")
+
+
+def better_mm2(rep: dict, workload: str) -> tuple[str, dict] | None:
+    """(name, run) of the better MirrorMaker 2 of this repetition: the higher records/s in a backfill; in the
+    stream the lower p99 among those that delivered every record (among all of them if none did)."""
+    runs = [(n, rep["runs"].get(n, {}).get(workload)) for n in MM2]
+    runs = [(n, r) for n, r in runs if _ok(r)]
+    if not runs:
+        return None
+    if workload == "steady":
+        return min(runs, key=lambda nr: (nr[1]["received"] < nr[1]["expected"],
+                                         _num(nr[1]["p99_ms"]) if _num(nr[1]["p99_ms"]) is not None else math.inf))
+    return max(runs, key=lambda nr: nr[1]["records_per_s"])
+
+
+def pairs(results: dict, name: str, workload: str) -> list[tuple[int, dict, str, dict]]:
+    """(rep, this contender's run, the better MM2's name, its run) for each repetition where both ran."""
+    out = []
+    for rep in results["reps"]:
+        mine, best = rep["runs"].get(name, {}).get(workload), better_mm2(rep, workload)
+        if _ok(mine) and best:
+            out.append((rep["rep"], mine, *best))
+    return out
+
+
 def _runs(results: dict, name: str, workload: str) -> list[dict | None]:
     """This contender's runs of the workload, one per rep that ran it, None where it failed."""
     out = []
@@ -45,28 +97,41 @@ def _runs(results: dict, name: str, workload: str) -> list[dict | None]:
 
 
 def _ratios(results: dict, name: str, workload: str, against: str) -> list[float]:
-    """contender rate / reference rate, pair by pair within each rep."""
+    """contender rate / reference rate, pair by pair within each rep; `against` is "limit", BEST (the better
+    MirrorMaker 2 of the rep) or a contender's name."""
     out = []
     for rep in results["reps"]:
         mine = rep["runs"].get(name, {}).get(workload)
-        if mine is None or mine.get("status") == "failed":
+        if not _ok(mine):
             continue
         if against == "limit":
             ref = rep["limit"].get(workload, {}).get("records_per_s")
+        elif against == BEST:
+            best = better_mm2(rep, workload)
+            ref = best[1]["records_per_s"] if best else None
         else:
             theirs = rep["runs"].get(against, {}).get(workload)
-            ref = theirs["records_per_s"] if theirs and theirs.get("status") in ("ok", "timeout") else None
+            ref = theirs["records_per_s"] if _ok(theirs) else None
         if ref:
             out.append(mine["records_per_s"] / ref)
     return out
 
 
-def _status(runs: list[dict | None]) -> str:
+def _better_count(results: dict, name: str, workload: str) -> str:
+    """For a MirrorMaker 2 run: in how many of the repetitions with a reference it was the better one."""
+    reps = [better_mm2(rep, workload) for rep in results["reps"]]
+    reps = [b for b in reps if b]
+    if name not in MM2 or not reps or sum(n in results["contenders"] for n in MM2) < 2:
+        return ""
+    return f"the better MM2 in {sum(b[0] == name for b in reps)} of {len(reps)}"
+
+
+def _status(runs: list[dict | None], extra: str = "") -> str:
     bad = sum(r is None for r in runs)
     timeouts = sum(1 for r in runs if r and r["status"] == "timeout")
     notes = [f"{bad} failed" for _ in [0] if bad] + [f"{timeouts} hit the time limit (partial copy)" for _ in [0]
                                                        if timeouts]
-    return "; ".join(notes) or "ok"
+    return "; ".join((notes or ["ok"]) + [extra] * bool(extra))
 
 
 def _mib(b: float) -> float:
@@ -90,8 +155,12 @@ def render(results: dict) -> str:
         f"- Workloads: backfill of {cfg['records']['backfill-100']:,} records of 100 B and "
         f"{cfg['records']['backfill-1024']:,} of 1 KiB, {cfg['partitions']} partitions; steady stream of "
         f"{cfg['rate']:,.0f} records/s of 100 B for {cfg['steady_seconds']:.0f} s after {cfg['warmup_seconds']:.0f} s "
-        f"of warm-up; {cfg['streams']} streams (mirrord/MM1 `num.streams`, Spark `local[{cfg['streams']}]`), "
-        f"MM2 `tasks.max={cfg['partitions']}`",
+        f"of warm-up; {cfg['streams']} streams (mirrord/MM1 `num.streams`, Spark `local[{cfg['streams']}]`); "
+        f"MirrorMaker 2 both with `tasks.max={cfg['partitions']}` (= partitions, `mm2`) and "
+        f"`tasks.max={cfg['streams']}` (= streams, `mm2-streams`)",
+        "- **÷ better MM2**: pair by pair within each repetition, against whichever MirrorMaker 2 did better in that "
+        "repetition and workload (higher records/s in a backfill; lower p99 in the stream, among those that "
+        "delivered every record); the cells are the median and (min–max) of those ratios.",
         "- Producer settings, the same for every contender and the limit: "
         + ", ".join(f"`{k}={v}`" for k, v in results["producer"].items()),
         f"- Other load on the machine: processes outside the bench used {other:,.0f} CPU seconds during the run "
@@ -108,7 +177,7 @@ def render(results: dict) -> str:
         if workload not in cfg["workloads"]:
             continue
         lines += [f"### Backfill, {size} values ({cfg['records'][workload]:,} records)", "",
-                  "| contender | records/s | MB/s | ÷ MM2 | ÷ limit | startup s | CPU s | CPU s per M records "
+                  "| contender | records/s | MB/s | ÷ better MM2 | ÷ limit | startup s | CPU s | CPU s per M records "
                   "| peak RSS MiB | runs |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         limits = [rep["limit"].get(workload) for rep in results["reps"] if rep["limit"].get(workload)]
@@ -124,12 +193,13 @@ def render(results: dict) -> str:
             lines.append(
                 f"| {label} | {spread([r['records_per_s'] for r in ok])} | "
                 f"{spread([r['mb_per_s'] for r in ok], '{:.1f}')} | "
-                f"{spread(_ratios(results, name, workload, REFERENCE), '{:.2f}')} | "
+                f"{spread(_ratios(results, name, workload, BEST), '{:.2f}')} | "
                 f"{spread(_ratios(results, name, workload, 'limit'), '{:.2f}')} | "
                 f"{spread([r['startup_seconds'] for r in ok], '{:.1f}')} | "
                 f"{spread([r['cpu_seconds'] for r in ok], '{:.0f}')} | "
-                f"{spread([1e6 * r['cpu_seconds'] / r['copied'] for r in ok if r['copied']], '{:.1f}')} | "
-                f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | {_status(runs)} |")
+                f"{spread([cpu_per_m(r) for r in ok], '{:.1f}')} | "
+                f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
+                f"{_status(runs, _better_count(results, name, workload))} |")
         if limits:
             lines += ["", f"Limit parts ({size}): producer-perf into the target "
                       f"{spread([x['produce']['records_per_s'] for x in limits])} records/s; consumer-perf from the "
@@ -150,25 +220,237 @@ def render(results: dict) -> str:
             lines.append(
                 f"| {label} | {spread([r['p50_ms'] for r in ok], '{:.1f}')} | "
                 f"{spread([r['p99_ms'] for r in ok], '{:.1f}')} | {spread([r['max_ms'] for r in ok], '{:.0f}')} | "
-                f"{spread(delivered, '{:.1f}')} % | {spread([r['startup_seconds'] for r in ok], '{:.1f}')} | "
+                f"{_pct(delivered)} | {spread([r['startup_seconds'] for r in ok], '{:.1f}')} | "
                 f"{spread([r['cpu_seconds'] for r in ok], '{:.0f}')} | "
-                f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | {_status(runs)} |")
+                f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
+                f"{_status(runs, _better_count(results, name, 'steady'))} |")
         lines.append("")
+
+    for name in [n for n in names if n == "mirrord" or n.startswith("mirrord-")]:
+        lines += _versus_mm2(results, name) + _bars(results, name)
 
     lines += ["### Ratios (records/s, pair by pair within each repetition)", ""]
     for name, label in names.items():
         parts = []
         for workload, size in SIZE_LABEL.items():
-            if workload in cfg["workloads"]:
-                parts.append(f"{size}: ÷MM2 {spread(_ratios(results, name, workload, REFERENCE), '{:.2f}')}, "
+            if workload in cfg["workloads"] and _runs(results, name, workload):
+                parts.append(f"{size}: ÷better MM2 {spread(_ratios(results, name, workload, BEST), '{:.2f}')}, "
                              f"÷limit {spread(_ratios(results, name, workload, 'limit'), '{:.2f}')}")
-        lines.append(f"- {label}: " + "; ".join(parts))
+        if parts:
+            lines.append(f"- {label}: " + "; ".join(parts))
     failures = [(rep["rep"], name, w, res["error"]) for rep in results["reps"] for name, ws in rep["runs"].items()
                 for w, res in ws.items() if res.get("status") == "failed"]
     if failures:
-        lines += ["", "Failed runs (first line of the error):", ""]
-        lines += [f"- rep {r}, {names.get(n, n)}, {w}: `{e.splitlines()[0][:200]}`" for r, n, w, e in failures]
+        lines += ["", "Failed runs (the first and last line of the error):", ""]
+        lines += [f"- rep {r}, {names.get(n, n)}, {w}: `{_gist(e)}`" for r, n, w, e in failures]
     return "\n".join(lines) + "\n"
+
+
+def _verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else "pass" if ok else "**FAIL**"
+
+
+def _med(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    a, b = _num(a), _num(b)
+    if a is None:
+        return math.inf if b is not None else None  # nothing of ours arrived: worse than any reference
+    return a / b if b else None
+
+
+def _p99(res: dict) -> float | None:
+    return _num(res.get("p99_ms"))
+
+
+def _pct(values: list[float | None]) -> str:
+    text = spread(values, "{:.1f}")
+    return text if text == "–" else f"{text} %"
+
+
+def _delivered(res: dict) -> float | None:
+    return 100 * res["received"] / res["expected"] if res.get("expected") else None
+
+
+def _rep_rows(results: dict, name: str, workload: str) -> list[tuple[int, dict | None, tuple[str, dict] | None,
+                                                                      tuple[str, dict] | None]]:
+    """(rep, this contender's run or None if it failed, the better MM2, the other MM2) for every repetition
+    in which this contender ran the workload."""
+    out = []
+    for rep in results["reps"]:
+        mine = rep["runs"].get(name, {}).get(workload)
+        if mine is None:
+            continue
+        best = better_mm2(rep, workload)
+        other = None
+        if best:
+            others = [(n, rep["runs"].get(n, {}).get(workload)) for n in MM2 if n != best[0]]
+            other = next(((n, r) for n, r in others if _ok(r)), None)
+        out.append((rep["rep"], mine if _ok(mine) else None, best, other))
+    return out
+
+
+def _which(best: tuple[str, dict] | None, other: tuple[str, dict] | None, key: str, fmt: str) -> str:
+    if not best:
+        return "none ran"
+    note = f" (`{other[0]}`: {fmt.format(other[1][key]) if _num(other[1][key]) is not None else '–'})" if other else ""
+    return f"`{best[0]}`{note}"
+
+
+def _tally(rows: list) -> str:
+    names = [b[0] for _, _, b, _ in rows if b]
+    return ", ".join(f"`{n}` {names.count(n)}×" for n in MM2 if n in names) or "–"
+
+
+def _versus_mm2(results: dict, name: str) -> list[str]:
+    """mirrord (or one of its modes) against the better MirrorMaker 2, repetition by repetition."""
+    label, cfg = results["contenders"][name], results["config"]
+    lines = [f"### {label} against the better MirrorMaker 2, repetition by repetition", "",
+             "Each row pairs its run with the better MirrorMaker 2 run of the same repetition (named; the other "
+             "one's value in brackets); ratios are taken within the row. The **median** rows give the median and "
+             "(min–max) over the repetitions, of the ratios as of the values.", ""]
+    backfills = [w for w in SIZE_LABEL if w in cfg["workloads"] and _rep_rows(results, name, w)]
+    if backfills:
+        lines += ["| backfill | rep | better MM2 (other's records/s) | MM2 records/s | mirrord records/s "
+                  "| ÷ records/s | MM2 CPU s per M records | mirrord CPU s per M records | ÷ CPU s per M records |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+        for w in backfills:
+            rows = _rep_rows(results, name, w)
+            for rep, mine, best, other in rows:
+                ref = best[1] if best else {}
+                if mine is None:
+                    lines.append(f"| {SIZE_LABEL[w]} | {rep} | {_which(best, other, 'records_per_s', '{:,.0f}')} | "
+                                 f"{spread([ref.get('records_per_s')])} | failed | | "
+                                 f"{spread([cpu_per_m(ref) if ref else None], '{:.1f}')} | failed | |")
+                    continue
+                lines.append(
+                    f"| {SIZE_LABEL[w]} | {rep} | {_which(best, other, 'records_per_s', '{:,.0f}')} | "
+                    f"{spread([ref.get('records_per_s')])} | {spread([mine['records_per_s']])} | "
+                    f"{spread([_ratio(mine['records_per_s'], ref.get('records_per_s'))], '{:.2f}')} | "
+                    f"{spread([cpu_per_m(ref) if ref else None], '{:.1f}')} | {spread([cpu_per_m(mine)], '{:.1f}')} | "
+                    f"{spread([_ratio(cpu_per_m(mine), cpu_per_m(ref) if ref else None)], '{:.2f}')} |")
+            paired = [(m, b[1]) for _, m, b, _ in rows if m and b]
+            lines.append(
+                f"| **{SIZE_LABEL[w]}** | **median** | {_tally(rows)} | "
+                f"{spread([b['records_per_s'] for _, b in paired])} | "
+                f"{spread([m['records_per_s'] for _, m, _, _ in rows if m])} | "
+                f"{spread([_ratio(m['records_per_s'], b['records_per_s']) for m, b in paired], '{:.2f}')} | "
+                f"{spread([cpu_per_m(b) for _, b in paired], '{:.1f}')} | "
+                f"{spread([cpu_per_m(m) for _, m, _, _ in rows if m], '{:.1f}')} | "
+                f"{spread([_ratio(cpu_per_m(m), cpu_per_m(b)) for m, b in paired], '{:.2f}')} |")
+        lines.append("")
+    rows = _rep_rows(results, name, "steady") if "steady" in cfg["workloads"] else []
+    if rows:
+        lines += [f"Steady stream, {cfg['rate']:,.0f} records/s:", "",
+                  "| rep | better MM2 (other's p99 ms) | MM2 p50 ms | MM2 p99 ms | mirrord p50 ms | mirrord p99 ms "
+                  "| p99 ÷ MM2's | MM2 delivered | mirrord delivered |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for rep, mine, best, other in rows:
+            ref = best[1] if best else {}
+            ms = "{:,.1f}"
+            if mine is None:
+                lines.append(f"| {rep} | {_which(best, other, 'p99_ms', ms)} | {spread([_num(ref.get('p50_ms'))], ms)} "
+                             f"| {spread([_p99(ref)], ms)} | failed | failed | | "
+                             f"{_pct([_delivered(ref)] if ref else [])} | failed |")
+                continue
+            lines.append(
+                f"| {rep} | {_which(best, other, 'p99_ms', ms)} | {spread([_num(ref.get('p50_ms'))], ms)} | "
+                f"{spread([_p99(ref)], ms)} | {spread([_num(mine['p50_ms'])], ms)} | {spread([_p99(mine)], ms)} | "
+                f"{spread([_ratio(_p99(mine), _p99(ref))] if ref else [], '{:.2f}')} | "
+                f"{_pct([_delivered(ref)] if ref else [])} | {_pct([_delivered(mine)])} |")
+        paired = [(m, b[1]) for _, m, b, _ in rows if m and b]
+        ours = [m for _, m, _, _ in rows if m]
+        ms = "{:,.1f}"
+        lines += [
+            f"| **median** | {_tally(rows)} | {spread([_num(b['p50_ms']) for _, b in paired], ms)} | "
+            f"{spread([_p99(b) for _, b in paired], ms)} | {spread([_num(m['p50_ms']) for m in ours], ms)} | "
+            f"{spread([_p99(m) for m in ours], ms)} | "
+            f"{spread([_ratio(_p99(m), _p99(b)) for m, b in paired], '{:.2f}')} | "
+            f"{_pct([_delivered(b) for _, b in paired])} | {_pct([_delivered(m) for m in ours])} |",
+            ""]
+    if not backfills and not rows:
+        lines += ["It ran no workload.", ""]
+    return lines
+
+
+def _bars(results: dict, name: str) -> list[str]:
+    """The bars the project set for mirrord, each with the measured value and pass/fail."""
+    label, cfg = results["contenders"][name], results["config"]
+    lines = [f"### Bars for {label}", "",
+             "Ratios are taken pair by pair within each repetition against the better MirrorMaker 2 of that "
+             "repetition; a bar on a ratio holds when the median over the repetitions meets it. A failed run "
+             "fails its bar; **n/a** where the workload or a MirrorMaker 2 run to compare with is missing.", "",
+             "| bar | required | measured | result |", "|---|---|---|---|"]
+
+    def row(bar: str, required: str, measured: str, ok: bool | None) -> None:
+        lines.append(f"| {bar} | {required} | {measured} | {_verdict(ok)} |")
+
+    def failed_note(rows: list) -> tuple[int, str]:
+        n = sum(m is None for _, m, _, _ in rows)
+        return n, f"; {n} of {len(rows)} runs failed" if n else ""
+
+    for w in [w for w in SIZE_LABEL if w in cfg["workloads"]]:
+        rows = _rep_rows(results, name, w)
+        bad, note = failed_note(rows)
+        paired = [(m, b[1]) for _, m, b, _ in rows if m and b]
+        ratios = [_ratio(m["records_per_s"], b["records_per_s"]) for m, b in paired]
+        med = _med(ratios)
+        row(f"Backfill {SIZE_LABEL[w]}: records/s ÷ the better MM2's", f"≥ {BAR_BACKFILL[w]:.2f}",
+            f"{spread(ratios, '{:.2f}')}; mirrord {spread([m['records_per_s'] for m, _ in paired])} vs MM2 "
+            f"{spread([b['records_per_s'] for _, b in paired])} records/s{note}" if paired else f"–{note}",
+            None if med is None and not bad else bool(med is not None and med >= BAR_BACKFILL[w] and not bad))
+        cpu = [_ratio(cpu_per_m(m), cpu_per_m(b)) for m, b in paired]
+        med = _med(cpu)
+        row(f"Backfill {SIZE_LABEL[w]}: CPU s per M records ÷ the better MM2's", "≤ 1.00",
+            f"{spread(cpu, '{:.2f}')}; mirrord {spread([cpu_per_m(m) for m, _ in paired], '{:.1f}')} vs MM2 "
+            f"{spread([cpu_per_m(b) for _, b in paired], '{:.1f}')} s{note}" if paired else f"–{note}",
+            None if med is None and not bad else bool(med is not None and med <= 1.0 and not bad))
+
+    if "steady" in cfg["workloads"]:
+        rows = _rep_rows(results, name, "steady")
+        bad, note = failed_note(rows)
+        ours = [m for _, m, _, _ in rows if m]
+        complete = sum(m["received"] >= m["expected"] > 0 for m in ours)
+        row(f"Steady {cfg['rate']:,.0f} records/s: every record delivered", "100 % in every repetition",
+            f"{_pct([_delivered(m) for m in ours])} ({complete} of {len(rows)} repetitions "
+            f"complete){note}" if rows else "–", bool(complete == len(rows)) if rows else None)
+        paired = [(m, b[1]) for _, m, b, _ in rows if m and b]
+        ratios = [_ratio(_p99(m), _p99(b)) for m, b in paired]
+        med = _med(ratios)
+        row(f"Steady {cfg['rate']:,.0f} records/s: p99 ÷ the better MM2's p99", "≤ 1.00",
+            f"{spread(ratios, '{:.2f}')}; mirrord {spread([_p99(m) for m, _ in paired], '{:,.0f}')} vs MM2 "
+            f"{spread([_p99(b) for _, b in paired], '{:,.0f}')} ms{note}" if paired else f"–{note}",
+            None if med is None and not bad else bool(med is not None and med <= 1.0 and not bad))
+
+    every = [r for w in cfg["workloads"] for r in _runs(results, name, w)]
+    ours = [r for r in every if r]
+    # No run that got going: nothing to measure, and a bar not met.
+    none = None if not every else False
+    ready = [ready_s(r) for r in ours]
+    fallback = sum(r.get("ready_seconds") is None for r in ours)
+    how = (f" ({fallback} of {len(ours)} without READY=1: first copied record instead)" if fallback else "")
+    first = spread([r.get("startup_seconds") for r in ours], "{:.1f}")
+    med = _med(ready)
+    row("READY=1 (sd_notify) after launch, median over all its runs", f"< {BAR_READY_S:.0f} s",
+        f"{spread(ready, '{:.1f}')} s{how}; first record on the target after {first} s" if ours
+        else f"–; {len(every)} of {len(every)} runs failed" if every else "–",
+        none if med is None else med < BAR_READY_S)
+    rss = [r["peak_rss_bytes"] for r in ours]
+    row("Peak RSS of the process tree, largest of all its runs", f"≤ {_mib(BAR_RSS_BYTES):,.0f} MiB (1.2 GiB)",
+        f"{_mib(max(rss)):,.0f} MiB (median {_mib(statistics.median(rss)):,.0f})" if rss
+        else f"–; {len(every)} of {len(every)} runs failed" if every else "–",
+        max(rss) <= BAR_RSS_BYTES if rss else none)
+    return lines + [""]
+
+
+def _gist(error: str) -> str:
+    """The first line of an error and, if it has more, its last (a contender's log tail ends with the cause)."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip()] or [""]
+    text = lines[0][:200] + (f" … {lines[-1][:200]}" if len(lines) > 1 else "")
+    return text.replace("`", "'")
 
 
 def update_doc(path: Path, tables: str) -> None:

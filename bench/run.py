@@ -1,9 +1,10 @@
-"""`make bench`: the limit, MirrorMaker 2, mirrord and the reference contenders on one pair of brokers.
+"""`make bench`: the limit, MirrorMaker 2 (twice), mirrord and the reference contenders on one pair of brokers.
 
 One source and one target broker serve the whole run. The backfill topics are loaded once into the
 source; each contender then copies them into a fresh target topic (deleted afterwards), started
 fresh with state of its own. Repetitions are interleaved (rep 1 of everyone, then rep 2, ...) so
-that drift on the machine hits all contenders alike, and ratios are taken pair by pair per rep.
+that drift on the machine hits all contenders alike, and ratios are taken pair by pair per rep, against
+the better of the two MirrorMaker 2 runs (tasks.max = partitions, tasks.max = num.streams) of that rep.
 Raw results go to bench/results/<time>.json; the tables in BENCHMARKS.md are regenerated from them.
 """
 
@@ -16,9 +17,11 @@ import platform
 import re
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -55,7 +58,58 @@ class Config:
     contenders: dict[str, list[str]] = field(default_factory=dict)  # name -> its workloads ([] = all)
     workloads: list[str] = field(default_factory=lambda: list(WORKLOADS))
     limit: bool = True
-    budget_minutes: float = 50
+    budget_minutes: float = 60  # two MirrorMaker 2 runs per workload: about 50 min on 2 cores
+
+
+class ReadyWatch:
+    """An sd_notify socket (abstract, so no path length limit) for one contender run: notes when READY=1 came.
+
+    READY is what `systemctl start` waits for; only the contenders that send it (mirrord) get the socket."""
+
+    def __init__(self) -> None:
+        self.address = f"@mirrord-bench-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind("\0" + self.address[1:])
+        self._sock.settimeout(0.1)
+        self.launched = time.monotonic()
+        self.ready_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> bool:
+        """Take one message; False when none is waiting."""
+        try:
+            data = self._sock.recv(4096)
+        except (TimeoutError, BlockingIOError):
+            return False
+        if self.ready_at is None and b"READY=1" in data.split(b"\n"):
+            self.ready_at = time.monotonic()
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._read()
+
+    def stop(self) -> float | None:
+        """Seconds from launch to the first READY=1, None if none came."""
+        self._stop.set()
+        self._thread.join()
+        self._sock.setblocking(False)
+        while self.ready_at is None and self._read():  # what came after the thread's last look
+            pass
+        self._sock.close()
+        return None if self.ready_at is None else self.ready_at - self.launched
+
+
+NOTIFY_VARS = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")  # the bench's own, never handed on
+
+
+@dataclass
+class Launched:
+    proc: subprocess.Popen
+    sampler: TreeSampler
+    ready: ReadyWatch | None
 
 
 class Bench:
@@ -167,22 +221,35 @@ class Bench:
 
     # --- one contender run ---------------------------------------------------------------------------
 
-    def _launch(self, c: Contender, run: Run) -> tuple[subprocess.Popen, TreeSampler]:
+    def _launch(self, c: Contender, run: Run) -> Launched:
         run.workdir.mkdir(parents=True, exist_ok=True)
         argv, env = c.command(self.ctx, run)
+        env = {k: v for k, v in {**os.environ, **env}.items() if k not in NOTIFY_VARS}
+        ready = ReadyWatch() if c.notifies else None
+        if ready:
+            env["NOTIFY_SOCKET"] = ready.address
         logf = open(run.workdir / "contender.log", "w")
-        proc = subprocess.Popen(argv, env={**os.environ, **env}, cwd=ROOT, stdout=logf, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        logf.close()
-        return proc, TreeSampler(proc.pid).start()
+        try:
+            if ready:
+                ready.launched = time.monotonic()
+            proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=logf, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            if ready:
+                ready.stop()
+            raise
+        finally:
+            logf.close()
+        return Launched(proc, TreeSampler(proc.pid).start(), ready)
 
-    def _finish(self, proc: subprocess.Popen, sampler: TreeSampler, run: Run) -> dict:
-        usage = sampler.stop()
+    def _finish(self, launched: Launched, run: Run) -> dict:
+        proc, usage = launched.proc, launched.sampler.stop()
         terminate(proc)
+        ready = launched.ready.stop() if launched.ready else None
         for cluster in (self.source, self.target):  # the run's topics and any internal topics named after it
             mine = [t for t in cluster.topics() if run.id in t or (cluster is self.target and t in run.topics)]
             cluster.delete(*mine)
-        return {"cpu_seconds": usage.cpu_seconds, "peak_rss_bytes": usage.peak_rss_bytes,
+        return {"cpu_seconds": usage.cpu_seconds, "peak_rss_bytes": usage.peak_rss_bytes, "ready_seconds": ready,
                 "log": str(run.workdir / "contender.log")}
 
     def _fail_if_exited(self, proc: subprocess.Popen, run: Run) -> None:
@@ -200,7 +267,8 @@ class Bench:
         total = sum(want.values())
         reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
         t_launch = time.monotonic()
-        proc, sampler = self._launch(c, run)
+        launched = self._launch(c, run)
+        proc = launched.proc
         t_first = t_done = None
         first_copied = copied = 0
         status = "ok"
@@ -221,7 +289,7 @@ class Bench:
                     break
                 time.sleep(0.2)
         finally:
-            res = self._finish(proc, sampler, run)
+            res = self._finish(launched, run)
         # A contender that ends by itself (the kcat pipe) may end between two samples; the CPU of the
         # processes it reaped is in our children's rusage, and nothing else of ours ends during a backfill.
         now_reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -233,7 +301,8 @@ class Bench:
         size = SIZES[workload]
         res.update(status=status, records=total, copied=copied, seconds=secs, records_per_s=rate,
                    mb_per_s=rate * size / 1e6, startup_seconds=(t_first - t_launch) if t_first else None,
-                   wall_seconds=t_done - t_launch)
+                   wall_seconds=t_done - t_launch,
+                   cpu_seconds_per_m_records=1e6 * res["cpu_seconds"] / copied if copied else None)
         return res
 
     def _all_started(self, c: Contender, ends: dict[int, int]) -> bool:
@@ -251,8 +320,9 @@ class Bench:
         if not c.creates_topics:
             self.target.create(topic, self.cfg.partitions)
         t_launch = time.monotonic()
-        proc, sampler = self._launch(c, run)
-        consumer = None
+        launched = self._launch(c, run)
+        proc = launched.proc
+        consumer = probe = None
         try:
             probe = Producer({"bootstrap.servers": self.source.bootstrap, "linger.ms": 0, "log_level": 4})
             seq = 0
@@ -280,9 +350,11 @@ class Bench:
             out, _ = consumer.communicate(f"{sent['measured']}\n", timeout=120)
             lat = json.loads(out.strip().splitlines()[-1])
         finally:
+            if probe is not None:  # closed now, or it would go on calling the brokers after they stopped
+                probe.close()
             if consumer and consumer.poll() is None:
                 consumer.kill()
-            res = self._finish(proc, sampler, run)
+            res = self._finish(launched, run)
         achieved = sent["sent"] / sent["seconds"]
         res.update(status="ok" if not lat["missing"] else "missing", startup_seconds=startup,
                    rate=self.cfg.rate, achieved_rate=achieved, **lat)
@@ -347,8 +419,10 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--reps", type=int, default=d.reps, help="repetitions of every run (default %(default)s)")
     ap.add_argument("--records-100", type=int, default=d.records["backfill-100"], help="backfill records of 100 B")
     ap.add_argument("--records-1024", type=int, default=d.records["backfill-1024"], help="backfill records of 1 KiB")
-    ap.add_argument("--partitions", type=int, default=d.partitions)
-    ap.add_argument("--streams", type=int, default=d.streams, help="num.streams / local[N] / MM1 streams")
+    ap.add_argument("--partitions", type=int, default=d.partitions,
+                    help="partitions of every topic, and tasks.max of mm2 (default %(default)s)")
+    ap.add_argument("--streams", type=int, default=d.streams,
+                    help="mirrord/MM1 num.streams, Spark local[N], tasks.max of mm2-streams (default %(default)s)")
     ap.add_argument("--rate", type=float, default=d.rate, help="steady stream, records/s")
     ap.add_argument("--steady-seconds", type=float, default=d.steady_seconds, help="measured part of the stream")
     ap.add_argument("--warmup-seconds", type=float, default=d.warmup_seconds, help="unmeasured start of the stream")
@@ -356,7 +430,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
                     help="a backfill copying longer than this ends, its rate taken from what it copied")
     ap.add_argument("--contenders", default="",
                     help="comma-separated names, each optionally with its own workloads: "
-                         "mm2,mirrord:steady+backfill-100 (default: all available, all workloads)")
+                         "mm2,mm2-streams,mirrord:steady+backfill-100 (default: all available, all workloads); "
+                         f"names: {' '.join(c.name for c in all_contenders())}")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--no-limit", action="store_true", help="skip the perf-tool limit")
     ap.add_argument("--budget-minutes", type=float, default=d.budget_minutes,
@@ -396,7 +471,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "config": asdict(cfg),
                      "producer": PRODUCER, "machine": machine(), "skipped": skipped,
-                     "contenders": {c.name: c.label for c in contenders}, "reps": []}
+                     "contenders": {c.name: c.describe(cfg.partitions, cfg.streams) for c in contenders},
+                     "reps": []}
     log(f"{len(contenders)} contenders x {cfg.workloads} x {cfg.reps} reps; results in {outdir}")
     t0, busy0, last_rep = time.monotonic(), _busy_ticks(), 0.0
     ours = TreeSampler(os.getpid(), 1.0).start()

@@ -3,14 +3,16 @@
 No speed is asserted: only that every path of the harness (preload, limit, backfill, steady stream,
 process sampling, report) works against the session's brokers and every contender it knows.
 The Spark-based contenders and the JVM mirrors start slowly, so each runs one workload here, and
-only the 100 B backfill and the stream run: about 1.5 min on an idle 2-core machine.
+only the 100 B backfill and the stream run: about 2 min on an idle 2-core machine. MirrorMaker 2 with
+tasks.max = num.streams runs the stream, so that mirrord has a MirrorMaker 2 to be compared with there
+and the bars table is rendered from real runs (tests/bench/test_report.py checks its arithmetic).
 """
 
 from __future__ import annotations
 
 from bench import report, run
 
-PLAN = "kcat,mm1:backfill-100,mm2:backfill-100,mirrord:steady,spark-builtin:backfill-100"
+PLAN = "kcat,mm1:backfill-100,mm2:backfill-100,mm2-streams:steady,mirrord:steady,spark-builtin:backfill-100"
 
 
 def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_path):
@@ -30,7 +32,7 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert not results["skipped"], "a contender could not run: its jars or package are missing"
     assert {c: sorted(ws) for c, ws in runs.items()} == {
         "kcat": ["backfill-100", "steady"], "mm1": ["backfill-100"], "mm2": ["backfill-100"],
-        "mirrord": ["steady"], "spark-builtin": ["backfill-100"]}
+        "mm2-streams": ["steady"], "mirrord": ["steady"], "spark-builtin": ["backfill-100"]}
     for workload, res in [(w, r) for ws in runs.values() for w, r in ws.items()]:
         assert res["cpu_seconds"] > 0 and res["peak_rss_bytes"] > 0
         if workload == "steady":
@@ -38,7 +40,13 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
         else:
             assert res["status"] == "ok" and res["copied"] >= res["records"]
     assert set(results["reps"][0]["limit"]) == {"backfill-100"}
+    assert runs["mirrord"]["steady"]["ready_seconds"] > 0  # its READY=1 came through the bench's NOTIFY_SOCKET
+    assert runs["mm2"]["backfill-100"]["ready_seconds"] is None
 
     text = doc.read_text()
     assert text.startswith("# Benchmarks\n\nprose\n") and text.endswith("more prose\n")
-    assert "old tables" not in text and "| MirrorMaker 2 (dedicated, 4.2.0) |" in text
+    assert "old tables" not in text
+    assert "| MirrorMaker 2 (dedicated, 4.2.0, tasks.max = 12 = partitions) |" in text
+    assert "| MirrorMaker 2 (dedicated, 4.2.0, tasks.max = 2 = streams) |" in text
+    assert "| 1 | `mm2-streams` |" in text  # mirrord's stream paired with the only MirrorMaker 2 that ran it
+    assert "### Bars for mirrord (default sink)" in text and "| Peak RSS" in text

@@ -1,0 +1,154 @@
+"""The report's comparison with the better of the two MirrorMaker 2 runs, and the bars, on made-up results.
+
+No brokers: this checks the arithmetic (which MM2 is the reference in each repetition, ratios within a
+repetition, medians over them, pass/fail) that the smoke test only runs once on a tiny workload.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bench import report
+
+MiB = 2**20
+
+
+def backfill(rate: float, cpu: float, copied: int = 1_000_000, rss: float = 900, status: str = "ok",
+             ready: float | None = None, startup: float = 10.0) -> dict:
+    return {"status": status, "records": copied, "copied": copied, "seconds": copied / rate, "records_per_s": rate,
+            "mb_per_s": rate * 100 / 1e6, "startup_seconds": startup, "ready_seconds": ready, "cpu_seconds": cpu,
+            "peak_rss_bytes": rss * MiB, "cpu_seconds_per_m_records": 1e6 * cpu / copied}
+
+
+def steady(p50: float, p99: float, received: int = 1000, expected: int = 1000, rss: float = 900,
+           ready: float | None = None) -> dict:
+    return {"status": "ok" if received >= expected else "missing", "p50_ms": p50, "p99_ms": p99, "max_ms": p99 + 1,
+            "received": received, "expected": expected, "missing": expected - received, "startup_seconds": 12.0,
+            "ready_seconds": ready, "cpu_seconds": 30.0, "peak_rss_bytes": rss * MiB}
+
+
+def results(reps: list[dict]) -> dict:
+    return {
+        "started": "2026-11-22 00:00:00 UTC", "wall_seconds": 600, "cpu_seconds_other": 0, "cpu_seconds_bench": 100,
+        "config": {"records": {"backfill-100": 1_000_000, "backfill-1024": 1_000_000}, "partitions": 12,
+                   "streams": 2, "rate": 10_000, "steady_seconds": 20, "warmup_seconds": 5,
+                   "workloads": ["backfill-100", "backfill-1024", "steady"]},
+        "machine": {k: "x" for k in ("cpu", "memory_gib", "os", "kernel", "java", "python", "pyspark",
+                                     "spark_sql_kafka", "confluent_kafka", "librdkafka", "kafka_broker",
+                                     "connect_mirror", "mirrormaker1", "kcat", "mirrord_commit")} | {"cores": 2},
+        "producer": {"acks": "all"},
+        "contenders": {"mm2": "MM2 partitions", "mm2-streams": "MM2 streams", "mirrord": "mirrord (default sink)"},
+        "skipped": {},
+        "reps": [{"rep": i + 1, "limit": {}, "runs": runs} for i, runs in enumerate(reps)],
+    }
+
+
+# rep 1: mm2-streams is the faster MM2 at 100 B, mm2 at 1 KiB; rep 2 the other way round at 100 B.
+# Steady: rep 1 mm2-streams has the lower p99; rep 2 mm2-streams lost records, so mm2 is the reference.
+REPS = [
+    {"mm2": {"backfill-100": backfill(90_000, 62), "backfill-1024": backfill(40_000, 30),
+             "steady": steady(2000, 9000)},
+     "mm2-streams": {"backfill-100": backfill(140_000, 44), "backfill-1024": backfill(30_000, 25),
+                     "steady": steady(1200, 5300)},
+     "mirrord": {"backfill-100": backfill(210_000, 40, ready=8.0), "backfill-1024": backfill(40_000, 20, ready=9.0),
+                 "steady": steady(900, 4000, ready=7.0)}},
+    {"mm2": {"backfill-100": backfill(100_000, 50), "backfill-1024": backfill(50_000, 28),
+             "steady": steady(1500, 6000)},
+     "mm2-streams": {"backfill-100": backfill(80_000, 40), "backfill-1024": backfill(45_000, 26),
+                     "steady": steady(500, 1000, received=999)},
+     "mirrord": {"backfill-100": backfill(130_000, 45, ready=8.5), "backfill-1024": backfill(55_000, 27, ready=9.5),
+                 "steady": steady(1000, 5000, ready=7.5)}},
+    {"mm2": {"backfill-100": backfill(100_000, 50), "backfill-1024": backfill(50_000, 28),
+             "steady": steady(1500, 6000)},
+     "mm2-streams": {"backfill-100": {"status": "failed", "error": "boom"}, "backfill-1024": backfill(60_000, 20),
+                     "steady": steady(800, 3000)},
+     "mirrord": {"backfill-100": backfill(150_000, 40, ready=8.0), "backfill-1024": backfill(60_000, 20, ready=9.0),
+                 "steady": steady(1000, 2000, ready=7.5)}},
+]
+
+
+def bar(text: str, name: str) -> list[str]:
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"| {name}"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_the_reference_is_the_better_mm2_of_each_repetition():
+    res = results(REPS)
+    reps = res["reps"]
+    assert report.better_mm2(reps[0], "backfill-100")[0] == "mm2-streams"
+    assert report.better_mm2(reps[1], "backfill-100")[0] == "mm2"
+    assert report.better_mm2(reps[2], "backfill-100")[0] == "mm2"  # the other one failed
+    assert report.better_mm2(reps[0], "steady")[0] == "mm2-streams"
+    assert report.better_mm2(reps[1], "steady")[0] == "mm2"  # lower p99, but it lost a record
+    assert report.better_mm2(reps[2], "steady")[0] == "mm2-streams"
+    # ratios within each repetition: 210/140, 130/100, 150/100
+    assert report._ratios(res, "mirrord", "backfill-100", report.BEST) == [1.5, 1.3, 1.5]
+
+
+def test_the_bars_are_judged_on_medians_of_the_ratios_within_each_repetition():
+    text = report.render(results(REPS))
+    assert "MirrorMaker 2 both with `tasks.max=12` (= partitions, `mm2`) and `tasks.max=2`" in text
+    # 100 B: ratios 1.50, 1.30, 1.50 -> median 1.50 >= 1.25
+    assert bar(text, "Backfill 100 B: records/s")[2:] == ["1.50 (1.30–1.50); mirrord 150,000 (130,000–210,000) vs "
+                                                          "MM2 100,000 (100,000–140,000) records/s", "pass"]
+    # 1 KiB: 40/40, 55/50, 60/60 -> 1.00, 1.10, 1.00: median 1.00 >= 1.00
+    assert bar(text, "Backfill 1 KiB: records/s")[-1] == "pass"
+    # CPU s per M records at 100 B: 40/44, 45/50, 40/50 -> median 0.90 <= 1
+    assert bar(text, "Backfill 100 B: CPU s")[2].startswith("0.90 (0.80–0.91)")
+    assert bar(text, "Backfill 100 B: CPU s")[-1] == "pass"
+    # 1 KiB: 20/30, 27/28, 20/20 -> median 0.96
+    assert bar(text, "Backfill 1 KiB: CPU s")[-1] == "pass"
+    assert bar(text, "Steady 10,000 records/s: every record")[-1] == "pass"
+    # p99 against the better MM2: 4000/5300, 5000/6000, 2000/3000 -> median 0.75
+    assert bar(text, "Steady 10,000 records/s: p99")[2].startswith("0.75 (0.67–0.83)")
+    assert bar(text, "Steady 10,000 records/s: p99")[-1] == "pass"
+    assert bar(text, "READY=1")[2:] == ["8.0 (7.0–9.5) s; first record on the target after 10.0 (10.0–12.0) s",
+                                        "pass"]
+    assert bar(text, "Peak RSS")[-1] == "pass"
+    # which MM2 was the reference, in the rows and tallied in the median row
+    assert "| 100 B | 1 | `mm2-streams` (`mm2`: 90,000) |" in text
+    assert "| 100 B | 3 | `mm2` |" in text
+    assert "| **100 B** | **median** | `mm2` 2×, `mm2-streams` 1× |" in text
+    assert "| 2 | `mm2` (`mm2-streams`: 1,000.0) |" in text
+    assert "ok; the better MM2 in 2 of 3 |" in text  # the general table says how often each MM2 won
+
+
+def test_failures_missing_records_and_heavy_memory_fail_their_bars():
+    reps = [{k: dict(v) for k, v in rep.items()} for rep in REPS]
+    reps[0]["mirrord"]["backfill-100"] = {"status": "failed", "error": "RuntimeError: boom"}
+    reps[1]["mirrord"]["backfill-1024"] = backfill(20_000, 60, rss=1300, ready=20.0)
+    reps[2]["mirrord"]["steady"] = steady(math.nan, math.nan, received=0, ready=30.0)
+    text = report.render(results(reps))
+    assert bar(text, "Backfill 100 B: records/s")[-1] == "**FAIL**"  # the remaining ratios pass, a run failed
+    assert "1 of 3 runs failed" in bar(text, "Backfill 100 B: records/s")[2]
+    assert bar(text, "Backfill 1 KiB: records/s")[2].startswith("1.00 (0.40–1.00)")
+    assert bar(text, "Backfill 1 KiB: CPU s")[2].startswith("1.00 (0.67–2.14)")  # the median still meets it
+    assert bar(text, "Steady 10,000 records/s: every record")[2].startswith("100.0 (0.0–100.0) % (2 of 3")
+    assert bar(text, "Steady 10,000 records/s: every record")[-1] == "**FAIL**"
+    assert bar(text, "Steady 10,000 records/s: p99")[2].startswith("0.83 (0.75–inf)")
+    assert bar(text, "Peak RSS")[2:] == ["1,300 MiB (median 900)", "**FAIL**"]
+    assert "| 100 B | 1 | `mm2-streams` (`mm2`: 90,000) | 140,000 | failed | | 44.0 | failed | |" in text
+
+
+def test_only_one_mm2_and_no_mirrord_still_render():
+    reps = [{"mm2": REPS[0]["mm2"], "kcat": {"backfill-100": backfill(250_000, 4)}}]
+    res = results(reps)
+    res["contenders"] = {"mm2": "MM2 partitions", "kcat": "kcat"}
+    text = report.render(res)
+    assert "Bars for" not in text and "the better MM2 in" not in text
+    assert "| kcat | 250,000 | 25.0 | 2.78 |" in text  # against mm2, the only MM2 that ran
+    res = results([{"mirrord": REPS[0]["mirrord"]}])
+    res["contenders"] = {"mirrord": "mirrord (default sink)"}
+    text = report.render(res)
+    assert bar(text, "Backfill 100 B: records/s")[2:] == ["–", "n/a"]
+    assert bar(text, "READY=1")[-1] == "pass"
+
+
+def test_a_mirrord_that_never_ran_fails_every_bar():
+    reps = [{**rep, "mirrord": {w: {"status": "failed", "error": "RuntimeError: exited\nmirrord: no jars"}
+                                for w in rep["mirrord"]}} for rep in REPS]
+    text = report.render(results(reps))
+    lines = text[text.index("### Bars for"):text.index("### Ratios")].splitlines()
+    assert [ln.rsplit("|", 2)[1].strip() for ln in lines if ln.startswith("| ") and "---" not in ln][1:] == \
+        ["**FAIL**"] * 8
+    assert "- rep 1, mirrord (default sink), steady: `RuntimeError: exited … mirrord: no jars`" in text
