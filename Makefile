@@ -7,7 +7,7 @@ JARS := .cache/jars
 SPARK_VERSION := 4.0.0
 KAFKA_VERSION := 4.2.0
 
-.PHONY: all setup jars test unit demo lint clean distclean
+.PHONY: all setup jars jvm-test test unit demo lint clean distclean
 
 all: test
 
@@ -30,12 +30,25 @@ $(JARS)/kafka/.resolved: build/maven/kafka.pom.xml
 	  -DoutputDirectory=$(CURDIR)/$(JARS)/kafka
 	touch $@
 
-jars: $(JARS)/spark/.resolved $(JARS)/kafka/.resolved
+# mirrord's own jar (jvm/: key envelope UDF, producer interceptor, metrics plugin), beside Spark's connector.
+$(JARS)/spark/mirrord-jvm.jar: jvm/pom.xml $(shell find jvm/src -type f 2>/dev/null)
+	mvn -q -f jvm/pom.xml package
+	mkdir -p $(@D)
+	cp jvm/target/mirrord-jvm-0.1.0.jar $@
+
+jars: $(JARS)/spark/.resolved $(JARS)/kafka/.resolved $(JARS)/spark/mirrord-jvm.jar
+
+# The JVM side's unit tests (Surefire), on every `make test`; one summary line when they pass.
+jvm-test:
+	rm -rf jvm/target/surefire-reports
+	mvn -q -f jvm/pom.xml test
+	@cat jvm/target/surefire-reports/*.txt | awk '/^Tests run:/ { gsub(",", ""); t += $$3; f += $$5; e += $$7; s += $$9 } \
+	  END { printf "jvm: %d tests, %d failures, %d errors, %d skipped\n", t, f, e, s }'
 
 setup: $(VENV)/.installed jars
 
 # The whole test suite, against real Kafka brokers started by the harness.
-test: setup system-deps
+test: setup system-deps jvm-test
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 unit: setup

@@ -1,0 +1,228 @@
+package io.mirrord;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerInterceptor;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The producer side of mirrord's data path, set on Spark's Kafka sink with
+ * {@code kafka.interceptor.classes=io.mirrord.MirrorInterceptor}: unwraps each record's
+ * {@link Envelope} so the target gets the source key and timestamp, counts what was written into
+ * {@link Stats#EXECUTOR}, and pairs source with target offsets for the {@link OffsetSyncWriter}.
+ *
+ * <p>Pairing: {@code onSend} pushes the source offset on a FIFO of its target partition and
+ * {@code onAcknowledgement} pops it, which is right because Kafka acknowledges a partition's records
+ * in the order they were sent, exactly once each (a synchronous send failure included). That order is
+ * the order of {@code onSend} calls only if one thread sends to a given target partition at a time,
+ * which holds because Spark writes a source partition from one task at a time and mirrord sends each
+ * record to the same-numbered target partition. Records sent without a partition are not paired. A failed record marks its
+ * partition broken: its run and delayed sync are dropped, and no sync is written until every record
+ * sent before the failure has been acknowledged.
+ *
+ * <p>Settings, from the producer's configuration (on Spark's sink: {@code kafka.<name>}):
+ * {@value #SYNCS_TOPIC} (none: no offset syncs), {@value #OFFSET_LAG_MAX}, {@value #SYNCS_FLUSH_MS}
+ * and {@value #SOURCE_TOPIC_PREFIX}.
+ */
+public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte[]> {
+    /** Compacted one-partition topic in the target the offset syncs go to; absent or empty: none written. */
+    public static final String SYNCS_TOPIC = "mirrord.offset.syncs.topic";
+    /** MirrorMaker 2's {@code offset.lag.max}: a sync at least every this many records of a run. */
+    public static final String OFFSET_LAG_MAX = "mirrord.offset.lag.max";
+    public static final long OFFSET_LAG_MAX_DEFAULT = 100;
+    /** How often delayed syncs (the last record of a run so far) are written. */
+    public static final String SYNCS_FLUSH_MS = "mirrord.offset.syncs.flush.ms";
+    public static final long SYNCS_FLUSH_MS_DEFAULT = 1000;
+    /** What the replication policy puts before a source topic's name to name the target topic. */
+    public static final String SOURCE_TOPIC_PREFIX = "mirrord.source.topic.prefix";
+    static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
+    private static final Logger log = LoggerFactory.getLogger(MirrorInterceptor.class);
+
+    private final Function<Map<String, Object>, Producer<byte[], byte[]>> syncProducers;
+    private final Stats stats;
+    private final boolean background;
+    private final Map<TopicPartition, Pairing> pairings = new ConcurrentHashMap<>();  // by target partition
+    private final WarnLimiter unpartitioned = new WarnLimiter(60_000);
+    private String sourceTopicPrefix = "";
+    private OffsetSyncWriter writer;  // null: no offset syncs
+
+    public MirrorInterceptor() {
+        this(KafkaProducer::new, Stats.EXECUTOR, true);
+    }
+
+    /** For tests: the syncs' producer made by {@code syncProducers}, the writer's thread only if {@code background}. */
+    MirrorInterceptor(Function<Map<String, Object>, Producer<byte[], byte[]>> syncProducers, Stats stats,
+                      boolean background) {
+        this.syncProducers = syncProducers;
+        this.stats = stats;
+        this.background = background;
+    }
+
+    @Override
+    public void configure(Map<String, ?> configs) {
+        Object prefix = configs.get(SOURCE_TOPIC_PREFIX);
+        sourceTopicPrefix = prefix == null ? "" : prefix.toString();
+        Object topic = configs.get(SYNCS_TOPIC);
+        if (topic == null || topic.toString().isEmpty()) {
+            return;
+        }
+        long lagMax = longSetting(configs, OFFSET_LAG_MAX, OFFSET_LAG_MAX_DEFAULT, 0);
+        long flushMs = longSetting(configs, SYNCS_FLUSH_MS, SYNCS_FLUSH_MS_DEFAULT, 1);
+        writer = new OffsetSyncWriter(syncProducers.apply(syncProducerConfig(configs)), topic.toString(), lagMax,
+                flushMs, stats, background);
+    }
+
+    /** The data producer's settings for the syncs' producer: same cluster and security, its own identity. */
+    static Map<String, Object> syncProducerConfig(Map<String, ?> configs) {
+        Map<String, Object> config = new HashMap<>();
+        configs.forEach((key, value) -> {
+            if (!key.startsWith("mirrord.")) {
+                config.put(key, value);
+            }
+        });
+        config.remove(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG);
+        config.remove(ProducerConfig.CLIENT_ID_CONFIG);
+        config.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+        config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        config.put(ProducerConfig.ACKS_CONFIG, "all");
+        config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        config.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        return config;
+    }
+
+    /** Throws {@link EnvelopeError} for a key that is not an envelope (see there why not an exception). */
+    @Override
+    public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
+        Envelope.Unwrapped source = Envelope.unwrap(record.key());
+        ProducerRecord<byte[], byte[]> unwrapped;
+        try {
+            Long timestamp = source.timestampMs() >= 0 ? source.timestampMs() : null;  // unknown: the producer's clock
+            unwrapped = new ProducerRecord<>(record.topic(), record.partition(), timestamp, source.key(), record.value(),
+                    record.headers());
+        } catch (RuntimeException e) {
+            throw new EnvelopeError("cannot unwrap a record for " + record.topic(), e);  // never send the envelope
+        }
+        stats.addBytes(record.topic(), length(source.key()) + length(record.value()));
+        if (writer != null) {
+            if (record.partition() != null) {
+                pairing(record.topic(), record.partition()).sent(source.sourceOffset());
+            } else if (unpartitioned.admit() >= 0) {
+                log.warn("records for {} are sent without a partition: no offset syncs for them", record.topic());
+            }
+        }
+        return unwrapped;
+    }
+
+    @Override
+    public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
+        if (metadata == null) {
+            return;  // Kafka knew neither the record nor its partition: nothing was paired
+        }
+        if (exception == null) {
+            stats.addRecord(metadata.topic());
+            if (metadata.hasTimestamp()) {
+                stats.observeLatencyMs(System.currentTimeMillis() - metadata.timestamp());
+            }
+        }
+        if (writer != null) {
+            Pairing pairing = pairings.get(new TopicPartition(metadata.topic(), metadata.partition()));
+            if (pairing != null) {
+                pairing.acknowledged(metadata, exception, writer);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        if (writer != null) {
+            writer.close(CLOSE_TIMEOUT);
+        }
+    }
+
+    /** The writer, for tests. */
+    OffsetSyncWriter writer() {
+        return writer;
+    }
+
+    private Pairing pairing(String topic, int partition) {
+        TopicPartition target = new TopicPartition(topic, partition);
+        Pairing pairing = pairings.get(target);
+        return pairing != null ? pairing : pairings.computeIfAbsent(target,
+                t -> new Pairing(new TopicPartition(sourceTopic(t.topic()), t.partition())));
+    }
+
+    /** The prefix replication policy in reverse; a target topic without the prefix keeps its name. */
+    String sourceTopic(String targetTopic) {
+        return targetTopic.startsWith(sourceTopicPrefix) ? targetTopic.substring(sourceTopicPrefix.length()) : targetTopic;
+    }
+
+    /** The source offsets of one target partition's records in flight, in send order. */
+    private static final class Pairing {
+        private final TopicPartition source;
+        private final ArrayDeque<Long> inFlight = new ArrayDeque<>();
+        private boolean broken;
+
+        Pairing(TopicPartition source) {
+            this.source = source;
+        }
+
+        synchronized void sent(long sourceOffset) {
+            inFlight.addLast(sourceOffset);
+        }
+
+        synchronized void acknowledged(RecordMetadata metadata, Exception exception, OffsetSyncWriter writer) {
+            Long upstream = inFlight.pollFirst();
+            if (upstream == null) {
+                return;  // a record sent without a partition
+            }
+            if (exception != null) {
+                broken = true;
+                writer.reset(source);
+            } else if (!broken) {
+                if (upstream >= 0 && metadata.hasOffset()) {
+                    writer.acked(source, upstream, metadata.offset());
+                } else {
+                    writer.reset(source);  // an offset unknown (acks=0, or no source offset): the run ends here
+                }
+            }
+            if (inFlight.isEmpty()) {
+                broken = false;
+            }
+        }
+    }
+
+    private static long longSetting(Map<String, ?> configs, String name, long defaultValue, long min) {
+        Object value = configs.get(name);
+        if (value == null || value.toString().isEmpty()) {
+            return defaultValue;
+        }
+        long parsed;
+        try {
+            parsed = value instanceof Number n ? n.longValue() : Long.parseLong(value.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new ConfigException(name, value, "not a whole number");
+        }
+        if (parsed < min) {
+            throw new ConfigException(name, value, "must be at least " + min);
+        }
+        return parsed;
+    }
+
+    private static long length(byte[] bytes) {
+        return bytes == null ? 0 : bytes.length;
+    }
+}

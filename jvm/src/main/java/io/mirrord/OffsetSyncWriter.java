@@ -1,0 +1,248 @@
+package io.mirrord;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Offset syncs in MirrorMaker 2's format and by its rules ({@code MirrorSourceTask.PartitionState}),
+ * extended so that translation can be exact: each sync carries, in the header {@value #RUN_START_HEADER},
+ * the upstream offset where its run began, a run being a stretch over which source and target offsets
+ * advanced together one for one.
+ *
+ * <p>The rules ({@link PartitionState}) decide on the caller's thread, the producer's I/O thread; the
+ * writing is done by the writer's own thread, so that a slow or missing syncs topic never holds up
+ * the records being mirrored. That thread also emits the delayed syncs every {@code flushMs}.
+ */
+final class OffsetSyncWriter implements AutoCloseable {
+    static final String RUN_START_HEADER = "mirrord.run.start";
+    /** Syncs waiting for the writer's thread beyond this many are dropped (and counted as errors). */
+    static final int OUTBOX_CAPACITY = 100_000;
+    private static final Logger log = LoggerFactory.getLogger(OffsetSyncWriter.class);
+
+    private final Producer<byte[], byte[]> producer;
+    private final String topic;
+    private final long offsetLagMax;
+    private final long flushMs;
+    private final Stats stats;
+    private final Map<TopicPartition, PartitionState> states = new HashMap<>();  // by source partition; guarded by this
+    private final BlockingQueue<Sync> outbox = new LinkedBlockingQueue<>(OUTBOX_CAPACITY);
+    private final WarnLimiter warnings = new WarnLimiter(60_000);
+    private final Thread thread;
+
+    /**
+     * With {@code background} false no thread is started: the caller emits delayed syncs with
+     * {@link #flushPending()} and writes with {@link #sendQueued()} (tests do).
+     */
+    OffsetSyncWriter(Producer<byte[], byte[]> producer, String topic, long offsetLagMax, long flushMs, Stats stats,
+                     boolean background) {
+        this.producer = producer;
+        this.topic = topic;
+        this.offsetLagMax = offsetLagMax;
+        this.flushMs = flushMs;
+        this.stats = stats;
+        if (background) {
+            thread = new Thread(this::run, "mirrord-offset-syncs-" + topic);
+            thread.setDaemon(true);
+            thread.start();
+        } else {
+            thread = null;
+        }
+    }
+
+    /** The record at {@code upstream} in {@code source} was written at {@code downstream} in the target. */
+    synchronized void acked(TopicPartition source, long upstream, long downstream) {
+        PartitionState state = states.computeIfAbsent(source, s -> new PartitionState(s, offsetLagMax));
+        for (Sync sync : state.update(upstream, downstream)) {
+            enqueue(sync);
+        }
+    }
+
+    /** Forgets {@code source}'s run and drops its delayed sync: its next record starts afresh. */
+    synchronized void reset(TopicPartition source) {
+        states.remove(source);
+    }
+
+    /** Emits every delayed sync. */
+    synchronized void flushPending() {
+        for (PartitionState state : states.values()) {
+            Sync sync = state.takePending();
+            if (sync != null) {
+                enqueue(sync);
+            }
+        }
+    }
+
+    /** Writes the emitted syncs, oldest first, without waiting for their acknowledgement; returns how many. */
+    int sendQueued() {
+        int sent = 0;
+        for (Sync sync = outbox.poll(); sync != null; sync = outbox.poll()) {
+            send(sync);
+            sent++;
+        }
+        return sent;
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(5));
+    }
+
+    /** Emits the delayed syncs and writes what is left, waiting at most about {@code timeout} twice. */
+    void close(Duration timeout) {
+        if (thread != null) {
+            thread.interrupt();
+            try {
+                thread.join(timeout.toMillis());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (thread == null || !thread.isAlive()) {
+            flushPending();
+            sendQueued();
+        } else {
+            log.warn("offset-sync writer for {} still busy after {} ms; {} offset syncs not written",
+                    topic, timeout.toMillis(), outbox.size());
+        }
+        producer.close(timeout);
+    }
+
+    private void run() {
+        long flushNanos = TimeUnit.MILLISECONDS.toNanos(flushMs);
+        long nextFlush = System.nanoTime() + flushNanos;
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                Sync sync = outbox.poll(Math.max(0, nextFlush - System.nanoTime()), TimeUnit.NANOSECONDS);
+                if (sync != null) {
+                    send(sync);
+                    sendQueued();
+                }
+                if (System.nanoTime() - nextFlush >= 0) {
+                    flushPending();
+                    sendQueued();
+                    nextFlush = System.nanoTime() + flushNanos;
+                }
+            }
+        } catch (InterruptedException e) {
+            // close() stops the thread
+        }
+    }
+
+    private void enqueue(Sync sync) {
+        if (!outbox.offer(sync)) {
+            failed(new IllegalStateException(OUTBOX_CAPACITY + " offset syncs already waiting to be written"));
+        }
+    }
+
+    private void send(Sync sync) {
+        try {
+            producer.send(sync.toRecord(topic), (metadata, e) -> {
+                if (e == null) {
+                    stats.addSync();
+                } else {
+                    failed(e);
+                }
+            });
+        } catch (RuntimeException e) {
+            failed(e);
+        }
+    }
+
+    private void failed(Exception e) {
+        stats.addSyncError();
+        long dropped = warnings.admit();
+        if (dropped >= 0) {
+            log.warn("cannot write an offset sync to {}{}: {}", topic,
+                    dropped > 0 ? " (and " + dropped + " more since the last warning)" : "", e.toString());
+        }
+    }
+
+    /** One offset sync: {@code upstream} in {@code source} is {@code downstream} in the target. */
+    record Sync(TopicPartition source, long upstream, long downstream, long runStart) {
+        /** MirrorMaker 2's {@code OffsetSync}, with the run start as a header, for partition 0 of {@code syncTopic}. */
+        ProducerRecord<byte[], byte[]> toRecord(String syncTopic) {
+            RecordHeaders headers = new RecordHeaders();
+            headers.add(RUN_START_HEADER, ByteBuffer.allocate(Long.BYTES).putLong(runStart).array());
+            return new ProducerRecord<>(syncTopic, 0, null, key(), value(), headers);
+        }
+
+        /** Kafka protocol STRING topic (INT16 length, UTF-8), INT32 partition. */
+        byte[] key() {
+            byte[] name = source.topic().getBytes(StandardCharsets.UTF_8);
+            return ByteBuffer.allocate(Short.BYTES + name.length + Integer.BYTES)
+                    .putShort((short) name.length).put(name).putInt(source.partition()).array();
+        }
+
+        /** INT64 upstream offset, INT64 downstream offset. */
+        byte[] value() {
+            return ByteBuffer.allocate(2 * Long.BYTES).putLong(upstream).putLong(downstream).array();
+        }
+    }
+
+    /** The rules for one source partition; no I/O, no locking (the writer locks). */
+    static final class PartitionState {
+        private final TopicPartition source;
+        private final long offsetLagMax;
+        private boolean started;
+        private long previousUpstream;
+        private long previousDownstream;
+        private long runStart;
+        private long lastSyncedDownstream;
+        private Sync pending;
+
+        PartitionState(TopicPartition source, long offsetLagMax) {
+            this.source = source;
+            this.offsetLagMax = offsetLagMax;
+        }
+
+        /** The syncs to emit now, oldest first, for a record acknowledged at ({@code upstream}, {@code downstream}). */
+        List<Sync> update(long upstream, long downstream) {
+            List<Sync> emit = List.of();
+            if (!started || upstream != previousUpstream + 1 || downstream != previousDownstream + 1) {
+                emit = new ArrayList<>(2);
+                if (pending != null) {
+                    emit.add(pending);  // the end of the previous run
+                    pending = null;
+                }
+                runStart = upstream;
+                emit.add(new Sync(source, upstream, downstream, runStart));
+                started = true;
+            } else if (downstream - (lastSyncedDownstream + 1) >= offsetLagMax) {
+                pending = null;
+                emit = List.of(new Sync(source, upstream, downstream, runStart));
+            } else {
+                pending = new Sync(source, upstream, downstream, runStart);
+            }
+            previousUpstream = upstream;
+            previousDownstream = downstream;
+            if (!emit.isEmpty()) {
+                lastSyncedDownstream = emit.get(emit.size() - 1).downstream();
+            }
+            return emit;
+        }
+
+        /** The delayed sync, now emitted, or null. */
+        Sync takePending() {
+            Sync sync = pending;
+            if (sync != null) {
+                lastSyncedDownstream = sync.downstream();
+                pending = null;
+            }
+            return sync;
+        }
+    }
+}

@@ -1,0 +1,194 @@
+package io.mirrord;
+
+import java.io.Serializable;
+import java.math.BigDecimal;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * What the interceptors count: records and bytes per target topic, a replication-latency histogram,
+ * offset syncs written and failed. Executors count into {@link #EXECUTOR}; {@link MirrordPlugin} moves
+ * those counts to the driver with {@link #drain()} and {@link #add(Delta)}.
+ */
+public final class Stats {
+    /** Histogram bucket upper bounds in seconds (Prometheus {@code le}); a last bucket takes the rest. */
+    static final double[] BOUNDS_SECONDS = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600};
+    static final int BUCKETS = BOUNDS_SECONDS.length + 1;
+    private static final long[] BOUNDS_MS = new long[BOUNDS_SECONDS.length];
+
+    static {
+        for (int i = 0; i < BOUNDS_SECONDS.length; i++) {
+            BOUNDS_MS[i] = Math.round(BOUNDS_SECONDS[i] * 1000);
+        }
+    }
+
+    /** What the interceptors in this JVM count into (declared after the bounds it needs to be built). */
+    public static final Stats EXECUTOR = new Stats();
+
+    private final Map<String, Topic> topics = new ConcurrentHashMap<>();
+    private final LongAdder[] latencyCounts = new LongAdder[BUCKETS];
+    private final LongAdder latencySumMs = new LongAdder();
+    private final LongAdder syncs = new LongAdder();
+    private final LongAdder syncErrors = new LongAdder();
+
+    public Stats() {
+        for (int i = 0; i < BUCKETS; i++) {
+            latencyCounts[i] = new LongAdder();
+        }
+    }
+
+    public void addBytes(String topic, long bytes) {
+        topic(topic).bytes.add(bytes);
+    }
+
+    public void addRecord(String topic) {
+        topic(topic).records.increment();
+    }
+
+    public void observeLatencyMs(long latencyMs) {
+        long ms = Math.max(0, latencyMs);
+        latencyCounts[bucket(ms)].increment();
+        latencySumMs.add(ms);
+    }
+
+    public void addSync() {
+        syncs.increment();
+    }
+
+    public void addSyncError() {
+        syncErrors.increment();
+    }
+
+    /** Moves every count into the returned delta; counts added meanwhile stay here, none is lost. */
+    public Delta drain() {
+        Delta delta = new Delta();
+        topics.forEach((name, t) -> {
+            long records = take(t.records);
+            long bytes = take(t.bytes);
+            if (records != 0 || bytes != 0) {
+                delta.topics.put(name, new long[] {records, bytes});
+            }
+        });
+        for (int i = 0; i < BUCKETS; i++) {
+            delta.latencyCounts[i] = take(latencyCounts[i]);
+        }
+        delta.latencySumMs = take(latencySumMs);
+        delta.syncs = take(syncs);
+        delta.syncErrors = take(syncErrors);
+        return delta;
+    }
+
+    public void add(Delta delta) {
+        delta.topics.forEach((name, counts) -> {
+            Topic t = topic(name);
+            t.records.add(counts[0]);
+            t.bytes.add(counts[1]);
+        });
+        for (int i = 0; i < BUCKETS; i++) {
+            latencyCounts[i].add(delta.latencyCounts[i]);
+        }
+        latencySumMs.add(delta.latencySumMs);
+        syncs.add(delta.syncs);
+        syncErrors.add(delta.syncErrors);
+    }
+
+    /**
+     * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"latency":{"bounds":[0.005,...,3600],
+     * "counts":[16 counts, not cumulative, the last one above 3600 s],"sum":1.234},"syncs":5,"sync_errors":0}}.
+     */
+    public String toJson() {
+        StringBuilder json = new StringBuilder(256).append("{\"topics\":{");
+        String separator = "";
+        for (Map.Entry<String, Topic> e : new TreeMap<>(topics).entrySet()) {
+            json.append(separator);
+            appendString(json, e.getKey());
+            json.append(":{\"records\":").append(e.getValue().records.sum())
+                    .append(",\"bytes\":").append(e.getValue().bytes.sum()).append('}');
+            separator = ",";
+        }
+        json.append("},\"latency\":{\"bounds\":[");
+        for (int i = 0; i < BOUNDS_SECONDS.length; i++) {
+            json.append(i == 0 ? "" : ",").append(BigDecimal.valueOf(BOUNDS_SECONDS[i]).stripTrailingZeros().toPlainString());
+        }
+        json.append("],\"counts\":[");
+        for (int i = 0; i < BUCKETS; i++) {
+            json.append(i == 0 ? "" : ",").append(latencyCounts[i].sum());
+        }
+        return json.append("],\"sum\":").append(String.format(Locale.ROOT, "%.3f", latencySumMs.sum() / 1000.0))
+                .append("},\"syncs\":").append(syncs.sum())
+                .append(",\"sync_errors\":").append(syncErrors.sum()).append('}').toString();
+    }
+
+    /** Counts moved out of one {@link Stats} by {@link #drain()}, to be added to another. */
+    public static final class Delta implements Serializable {
+        private static final long serialVersionUID = 1L;
+        final HashMap<String, long[]> topics = new HashMap<>();  // topic → {records, bytes}
+        final long[] latencyCounts = new long[BUCKETS];
+        long latencySumMs;
+        long syncs;
+        long syncErrors;
+
+        public boolean isEmpty() {
+            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0) {
+                return false;
+            }
+            for (long count : latencyCounts) {
+                if (count != 0) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    private static final class Topic {
+        final LongAdder records = new LongAdder();
+        final LongAdder bytes = new LongAdder();
+    }
+
+    private Topic topic(String name) {
+        Topic t = topics.get(name);
+        return t != null ? t : topics.computeIfAbsent(name, n -> new Topic());
+    }
+
+    private static int bucket(long ms) {
+        for (int i = 0; i < BOUNDS_MS.length; i++) {
+            if (ms <= BOUNDS_MS[i]) {
+                return i;
+            }
+        }
+        return BOUNDS_MS.length;
+    }
+
+    private static long take(LongAdder adder) {
+        long value = adder.sum();
+        adder.add(-value);
+        return value;
+    }
+
+    private static void appendString(StringBuilder json, String s) {
+        json.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"' -> json.append("\\\"");
+                case '\\' -> json.append("\\\\");
+                case '\n' -> json.append("\\n");
+                case '\r' -> json.append("\\r");
+                case '\t' -> json.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        json.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    } else {
+                        json.append(c);
+                    }
+                }
+            }
+        }
+        json.append('"');
+    }
+}
