@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -19,6 +20,7 @@ from confluent_kafka.admin import (
 )
 
 from mirrord.errors import ClusterUnavailable, MirrordError
+from mirrord.offsets import OffsetSync, decode
 from mirrord.policy import Policy, selects, topic_config_changes, topic_configs_to_copy
 
 log = logging.getLogger(__name__)
@@ -252,3 +254,62 @@ def _wait_visible(target: Cluster, wanted: Mapping[str, int], timeout: float = 3
             return
         time.sleep(0.1)
     raise MirrordError(f"target topics not visible after {timeout:.0f}s: {sorted(wanted)}")
+
+
+def ensure_offset_syncs_topic(target: Cluster, name: str) -> None:
+    """The offset-syncs topic on the target: one partition, compacted, as MirrorMaker 2 creates it."""
+    if name in target.partitions():
+        return
+    new = NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
+    try:
+        target.admin.create_topics([new], request_timeout=TIMEOUT)[name].result()
+        log.info("offset syncs topic %s created on the target", name)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise MirrordError(f"cannot create the offset syncs topic {name}: {exc.args[0].str()}") from None
+    _wait_visible(target, {name: 1})
+
+
+class OffsetSyncsReader:
+    """Reads the offset-syncs topic from its start and keeps up with it, one call at a time: a group is
+    translated only from syncs read to the end of the topic (MirrorMaker 2's rule), so a standby or a
+    host whose state was lost translates as well as the host that wrote them."""
+
+    def __init__(self, cluster: Cluster, topic: str):
+        self.topic = topic
+        self.cluster = cluster
+        self._consumer: Consumer | None = None
+        self.position = 0
+
+    def read_to_end(self, add: Callable[[OffsetSync], None], timeout: float = TIMEOUT) -> int:
+        """Hand every sync written since the last call to `add`; returns how many were read."""
+        if self._consumer is None:
+            self._consumer = Consumer({**self.cluster.settings, "group.id": "mirrord-offset-syncs-reader",
+                                       "enable.auto.commit": False, "enable.partition.eof": False})
+            self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        _, end = retrying(lambda: self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
+                                                                       timeout=timeout))
+        read = 0
+        deadline = time.monotonic() + timeout
+        while self.position < end:
+            if time.monotonic() > deadline:
+                raise MirrordError(f"reading {self.topic} on the {self.cluster.name} cluster: at offset "
+                                   f"{self.position} of {end} after {timeout:.0f}s")
+            for msg in self._consumer.consume(10_000, timeout=1.0):
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise MirrordError(f"reading {self.topic}: {msg.error().str()}")
+                self.position = msg.offset() + 1
+                try:
+                    add(decode(msg.key(), msg.value(), msg.headers()))
+                except (struct.error, UnicodeDecodeError, TypeError) as exc:
+                    log.warning("%s offset %d: not an offset sync, skipped: %s", self.topic, msg.offset(), exc)
+                    continue
+                read += 1
+        return read
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

@@ -154,6 +154,8 @@ KEYS: dict[str, Key] = {
     "sync.group.offsets.interval.seconds": Key(_positive_int, "60", "how often group offsets are translated"),
     "groups": Key(_whitelist, ".*", "consumer groups whose offsets are translated: a regex"),
     "groups.exclude": Key(_optional_regex, "console-consumer-.*,connect-.*,__.*", "groups never translated"),
+    "offset.lag.max": Key(_positive_int, "100", "an offset sync at least every this many records of a partition "
+                          "(and at every gap), as MirrorMaker 2's offset.lag.max"),
     "stall.timeout.ms": Key(_positive_int, "120000", "a batch running longer than this stops the watchdog"),
 }
 REQUIRED = {"whitelist"}
@@ -194,6 +196,7 @@ class Settings:
     sync_group_offsets_interval: float = 60.0
     groups: str = ".*"
     groups_exclude: str = ""
+    offset_lag_max: int = 100
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -330,6 +333,7 @@ def load(
         sync_group_offsets_interval=float(values["sync.group.offsets.interval.seconds"]),  # type: ignore[arg-type]
         groups=str(values["groups"]),
         groups_exclude=str(values["groups.exclude"]),
+        offset_lag_max=int(values["offset.lag.max"]),  # type: ignore[arg-type]
         spark_conf=spark_conf,
         config_file=config_file,
     )

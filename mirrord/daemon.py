@@ -21,24 +21,23 @@ from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
-from mirrord.offsets import OffsetSync, OffsetSyncStore, deleted_before_read, parse_source_offsets
+from mirrord.offsets import OffsetSyncStore, deleted_before_read, parse_source_offsets
 from mirrord.pipeline import (
     BatchResult,
     Flow,
     Pipeline,
     add_progress_listener,
     has_checkpoint,
+    jvm_totals,
     spark_session,
     starting_offsets,
 )
-from mirrord.sink import LATENCY_BUCKETS
 
 log = logging.getLogger("mirrord")
 STATUS_EVERY = 10.0
 LAG_EVERY = 5.0
 STOP_GRACE = 30.0
 RESTART_BACKOFF = 5.0
-SYNCS_FILE = "offset-syncs.json"
 
 
 class Daemon:
@@ -47,13 +46,14 @@ class Daemon:
         self.notifier = notifier
         self.settings = load_settings()
         self.flow = Flow.from_settings(self.settings)
-        self.metrics = Metrics(self.settings.flow, LATENCY_BUCKETS, _spark_version())
-        self.syncs = _load_syncs(self.settings.state_dir / SYNCS_FILE)
+        self.metrics = Metrics(self.settings.flow, _spark_version())
+        self.syncs = OffsetSyncStore()  # read back from the offset-syncs topic before each translation
         self._syncs_lock = threading.Lock()
+        self._syncs_reader: admin.OffsetSyncsReader | None = None
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
-        self._first_read: dict[int, dict[tuple[str, int], int]] = {}  # batch id → first offset read
+        self._log_start: dict[int, dict[tuple[str, int], int]] = {}  # batch id → source log start before it
         self._stop = threading.Event()
         self._reload = threading.Event()
         self._mirrored = 0
@@ -104,6 +104,12 @@ class Daemon:
         self.target = admin.Cluster("target", translate.admin_settings(s.producer))
         self.source.check()
         self.target.check()
+        admin.ensure_offset_syncs_topic(self.target, self.flow.offset_syncs_topic)
+        if self._syncs_reader is not None:
+            self._syncs_reader.close()
+        self._syncs_reader = admin.OffsetSyncsReader(self.target, self.flow.offset_syncs_topic)
+        with self._syncs_lock:
+            self.syncs = OffsetSyncStore()
 
     def _start_query(self) -> None:
         pipeline = Pipeline(self.spark, self.flow, self.source, self.target, self._on_batch)
@@ -245,31 +251,12 @@ class Daemon:
 
     # -- batches (Spark callback thread) ---------------------------------------------------
     def _on_batch(self, result: BatchResult) -> None:
-        flow = self.settings.flow
-        commits, first_read, syncs = {}, {}, []
-        for p in result.partitions:
-            topic, partition = tp = p["topic"], p["partition"]
-            self.metrics.records.labels(flow, topic).inc(p["records"])
-            self.metrics.lost.labels(flow, topic)  # a zero series, so dashboards and alerts see the topic
-            self.metrics.bytes.labels(flow, topic).inc(p["bytes"])
-            self.metrics.latency.add(p["latency_buckets"], p["latency_sum"])
-            syncs += [OffsetSync(topic, partition, p["first_offset"], p["first_target_offset"]),
-                      OffsetSync(topic, partition, p["last_offset"], p["last_target_offset"])]
-            commits[tp] = max(commits.get(tp, 0), p["last_offset"] + 1)
-            first_read[tp] = min(first_read.get(tp, p["first_offset"]), p["first_offset"])
-        self.metrics.batch_duration.labels(flow).observe(result.duration)
-        with self._syncs_lock:
-            for sync in syncs:
-                self.syncs.add(sync)
-            self.syncs.save(self.settings.state_dir / SYNCS_FILE)
+        """A batch was written and acknowledged (foreachBatch, on the driver); Spark commits it next."""
+        self.metrics.batch_duration.labels(self.settings.flow).observe(result.duration)
         with self._lock:
-            self._mirrored += result.records
-            self._batches += 1
-            self._first_read[result.batch_id] = first_read
-            for old in sorted(self._first_read)[:-16]:  # progress events of a stopped query never come
-                del self._first_read[old]
-        self._commit(commits, forward_only=False)
-        self.metrics.last_commit.labels(flow).set(time.time())
+            self._log_start[result.batch_id] = result.log_start
+            for old in sorted(self._log_start)[:-16]:  # progress events of a stopped query never come
+                del self._log_start[old]
 
     def _commit(self, positions: dict[tuple[str, int], int], forward_only: bool = True) -> None:
         """Set the mirrored positions and commit them to the consumer's group on the source. What a batch
@@ -289,8 +276,9 @@ class Daemon:
                 log.warning("cannot commit mirrored offsets to group %s: %s", self.settings.group_id, exc)
 
     def _on_progress(self, progress) -> None:
-        """After each batch (Spark's listener thread): records deleted before they were read are
-        reported, and positions move to the batch's end, past transaction markers and deleted records."""
+        """After each batch Spark committed (its listener thread): records deleted before they were read
+        are reported, and the mirrored positions (lag, the group's offsets on the source) move to the
+        batch's end, past transaction markers and deleted records."""
         try:
             query = self.query
             if query is None or str(progress.runId) != str(query.runId) or not progress.sources:
@@ -298,12 +286,15 @@ class Daemon:
             source = progress.sources[0]
             start, end = parse_source_offsets(source.startOffset), parse_source_offsets(source.endOffset)
             with self._lock:
-                first_read = self._first_read.pop(progress.batchId, {})
-            suspects = [tp for tp, s in start.items() if first_read.get(tp, end.get(tp, s)) > s]
-            if suspects:
-                held = self.source.log_start_offsets(suspects)
-                self._report_deleted(deleted_before_read(start, end, first_read, held))
-            self._commit(end)
+                log_start = self._log_start.pop(progress.batchId, None)
+                if progress.numInputRows:
+                    self._mirrored += progress.numInputRows
+                    self._batches += 1
+            if log_start is not None:
+                self._report_deleted(deleted_before_read(start, end, {}, log_start))
+            self._commit(end, forward_only=False)
+            if log_start is not None:
+                self.metrics.last_commit.labels(self.settings.flow).set(time.time())
         except Exception as exc:  # noqa: BLE001 - a listener error must not stop Spark's event bus
             self.metrics.error("progress")
             log.warning("cannot process the progress of batch %s: %s", getattr(progress, "batchId", "?"), exc)
@@ -335,9 +326,15 @@ class Daemon:
     def _sync_groups(self, topics: dict[str, int]) -> int:
         """Source groups' offsets, translated, into the target's groups (sync.group.offsets.enabled)."""
         s = self.settings
+        self._read_syncs()
         checkpoints.sync_group_offsets(self.source, self.target, topics, self.syncs, self._syncs_lock,
                                        self.flow.policy, s.groups, s.groups_exclude, s.group_id)
         return 0
+
+    def _read_syncs(self) -> None:
+        """The offset syncs the interceptors wrote since the last round, from the topic on the target."""
+        with self._syncs_lock:
+            self._syncs_reader.read_to_end(self.syncs.add)
 
     # -- lag and status --------------------------------------------------------------------
     def _lag_loop(self) -> None:
@@ -357,6 +354,19 @@ class Daemon:
             self.metrics.lag.labels(self.settings.flow).set(sum(lags.values()))
             self._lag_total = sum(lags.values())
             self._topics = len(topics)
+            self._read_jvm_totals()
+
+    def _read_jvm_totals(self) -> None:
+        """Records, bytes and latency as the interceptors counted them (per target topic, reported
+        under the source topic's name, as lag is)."""
+        try:
+            totals = jvm_totals(self.spark)
+        except Exception as exc:  # noqa: BLE001 - the JVM is restarting or gone: the supervisor sees it
+            log.debug("cannot read the interceptors' counts: %s", exc)
+            return
+        prefix = self.flow.policy.target_prefix
+        self.metrics.set_totals({t.removeprefix(prefix): v for t, v in totals.get("topics", {}).items()},
+                                totals.get("latency", {}))
 
     def _status_line(self) -> str:
         rate = 0.0
@@ -370,15 +380,6 @@ class Daemon:
         topics = "?" if self._topics is None else self._topics
         lost = f", {self._lost} records lost (deleted before read)" if self._lost else ""
         return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
-
-
-def _load_syncs(path) -> OffsetSyncStore:
-    """The offset syncs of earlier runs, so that groups far behind still translate after a restart."""
-    try:
-        return OffsetSyncStore.load(path)
-    except (OSError, ValueError, TypeError) as exc:
-        log.warning("ignoring unreadable offset syncs %s (translation starts afresh): %s", path, exc)
-        return OffsetSyncStore()
 
 
 def _wait_jvm_exit(timeout: float = 30.0) -> None:

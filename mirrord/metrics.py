@@ -1,7 +1,9 @@
 """Prometheus metrics (DESIGN decision 8): one registry per process, served over HTTP.
 
-Latency is measured in the Spark workers, which return bucket counts per batch; `BucketHistogram`
-adds those counts as they come, since a prometheus-client Histogram can only observe one value.
+Records, bytes and latency are counted in the JVM by mirrord's producer interceptor, on whichever
+executor runs it, and gathered on the driver by mirrord's Spark plugin; the daemon reads the totals
+every few seconds. `BucketHistogram` exports the interceptor's bucket counts as they are, since a
+prometheus-client Histogram can only observe one value at a time.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ class BucketHistogram(Collector):
         self.sum = 0.0
         self._lock = threading.Lock()
 
-    def add(self, counts: Sequence[int], total: float) -> None:
+    def set(self, counts: Sequence[int], total: float) -> None:
+        """The cumulative bucket counts (not cumulative across buckets) and sum since the start."""
+        if len(counts) != len(self.counts):
+            raise ValueError(f"{self.name}: {len(counts)} buckets, expected {len(self.counts)}")
         with self._lock:
-            self.counts = [a + b for a, b in zip(self.counts, counts, strict=True)]
-            self.sum += total
+            self.counts = list(counts)
+            self.sum = total
 
     def collect(self):
         with self._lock:
@@ -41,9 +46,14 @@ class BucketHistogram(Collector):
         yield family
 
 
+# Upper bounds in seconds; the same as io.mirrord.Stats.BUCKETS in jvm/.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+
+
 class Metrics:
-    def __init__(self, flow: str, latency_buckets: Sequence[float], spark_version: str = ""):
+    def __init__(self, flow: str, spark_version: str = ""):
         self.flow = flow
+        self._totals: dict[str, tuple[int, int]] = {}  # topic → records, bytes already counted
         self.registry = CollectorRegistry()
         r = self.registry
         ProcessCollector(registry=r)  # process_start_time_seconds: restarts on the dashboard and in alerts
@@ -55,7 +65,8 @@ class Metrics:
         self.lag = Gauge("mirrord_lag_records", "Records in the source not yet mirrored, all partitions",
                          ["flow"], registry=r)
         self.latency = BucketHistogram("mirrord_replication_latency_seconds",
-                                       "Arrival in the target minus the record's timestamp", latency_buckets, flow)
+                                       "Acknowledgement by the target minus the record's timestamp",
+                                       LATENCY_BUCKETS, flow)
         r.register(self.latency)
         self.batch_duration = Histogram("mirrord_batch_duration_seconds", "Duration of a mirrored micro-batch",
                                         ["flow"], registry=r,
@@ -73,6 +84,18 @@ class Metrics:
         self.last_commit.labels(flow)
         for kind in ("delivery", "query", "commit", "lag", "progress", "config", "groups"):
             self.errors.labels(flow, kind)
+
+    def set_totals(self, topics: dict[str, dict], latency: dict) -> None:
+        """Cumulative counts from the JVM: counters move by what is new since the last call."""
+        for topic, counts in topics.items():
+            records, size = int(counts.get("records", 0)), int(counts.get("bytes", 0))
+            seen_records, seen_bytes = self._totals.get(topic, (0, 0))
+            self.records.labels(self.flow, topic).inc(max(0, records - seen_records))
+            self.bytes.labels(self.flow, topic).inc(max(0, size - seen_bytes))
+            self.lost.labels(self.flow, topic)  # a zero series, so dashboards and alerts see the topic
+            self._totals[topic] = (max(records, seen_records), max(size, seen_bytes))
+        if latency.get("counts"):
+            self.latency.set([int(c) for c in latency["counts"]], float(latency.get("sum", 0.0)))
 
     def error(self, kind: str) -> None:
         self.errors.labels(self.flow, kind).inc()

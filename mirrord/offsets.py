@@ -1,20 +1,26 @@
 """Offset syncs (source offset ↔ target offset) and their use for consumer-group translation.
 
-Each mirrored batch yields, per partition, the exact target offsets of its first and last records
-(from the producer's delivery reports). Translation follows MirrorMaker 2 after KAFKA-12468: take
-the newest sync at or below the group's offset; exactly at it → its target offset, above it →
-target offset + 1; never extrapolate, so a translated consumer may re-read but never skips.
+mirrord's producer interceptor (jvm/, `OffsetSyncWriter`) pairs each record's source offset with
+the target offset the target acknowledged and writes syncs into a compacted topic on the target,
+in MirrorMaker 2's record format, by MirrorMaker 2's rules (a sync at every discontinuity, and at
+least every `offset.lag.max` records) plus one header: `mirrord.run.start`, the source offset from
+which, up to this sync, source and target offsets advanced together one for one.
+
+Translation: where a sync's run covers the group's offset, it is exact; elsewhere MirrorMaker 2's
+rule after KAFKA-12468 applies (the newest sync at or below the group's offset: exactly at it → its
+target offset, above it → target offset + 1; never extrapolate), so a translated consumer may
+re-read but never skips.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from pathlib import Path
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 MAX_SYNCS_PER_PARTITION = 64
+RUN_START_HEADER = "mirrord.run.start"
 
 
 @dataclass(frozen=True, order=True)
@@ -23,12 +29,34 @@ class OffsetSync:
     partition: int
     upstream: int
     downstream: int
+    run_start: int | None = None  # None: only this one record is known to map (a MirrorMaker 2 sync)
+
+    @property
+    def first(self) -> int:
+        """The first source offset of the run this sync ends."""
+        return self.upstream if self.run_start is None else min(self.run_start, self.upstream)
+
+
+def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]] | None = None) -> OffsetSync:
+    """A record of the offset-syncs topic, in MirrorMaker 2's format: key = topic (int16 length + UTF-8)
+    and partition (int32); value = upstream and downstream offsets (int64 each), big-endian."""
+    (length,) = struct.unpack_from(">h", key, 0)
+    topic = key[2:2 + length].decode("utf-8")
+    (partition,) = struct.unpack_from(">i", key, 2 + length)
+    upstream, downstream = struct.unpack_from(">qq", value, 0)
+    run_start = None
+    for name, raw in headers or ():
+        if name == RUN_START_HEADER and raw is not None and len(raw) == 8:
+            (run_start,) = struct.unpack(">q", raw)
+    return OffsetSync(topic, partition, upstream, downstream, run_start)
 
 
 def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
     """Target offset for a source group offset, or None when no sync is at or below it."""
     best = None
     for sync in syncs:
+        if sync.first <= group_offset <= sync.upstream:
+            return sync.downstream - (sync.upstream - group_offset)  # inside a contiguous run: exact
         if sync.upstream <= group_offset and (best is None or sync.upstream > best.upstream):
             best = sync
     if best is None:
@@ -65,21 +93,6 @@ class OffsetSyncStore:
 
     def translate(self, topic: str, partition: int, group_offset: int) -> int | None:
         return translate(self._syncs.get((topic, partition), ()), group_offset)
-
-    def save(self, path: Path) -> None:
-        """Written atomically, so a crash leaves the previous complete file."""
-        tmp = path.with_suffix(".tmp")
-        rows = [asdict(s) for syncs in self._syncs.values() for s in syncs]
-        tmp.write_text(json.dumps(rows))
-        os.replace(tmp, path)
-
-    @classmethod
-    def load(cls, path: Path) -> OffsetSyncStore:
-        store = cls()
-        if path.exists():
-            for row in json.loads(path.read_text()):
-                store.add(OffsetSync(**row))
-        return store
 
 
 def parse_source_offsets(text: str | None) -> dict[tuple[str, int], int]:

@@ -1,10 +1,13 @@
 """The data path: a Spark Structured Streaming query from the source cluster to the target cluster.
 
-Source: Spark's Kafka source with `subscribePattern`, so topics and partitions that appear later
-are picked up without a restart. Each micro-batch (`foreachBatch`): create missing target topics,
-then write every row through `sink.ProduceTask` in the Python workers, then hand the per-partition
-summaries to the daemon (metrics, offset syncs, group commit). Spark commits the batch to the
-checkpoint only after this returns, so a crash at any point replays the batch: at-least-once.
+Records never enter Python (DESIGN decision 10). Spark's Kafka source (`subscribePattern`, so topics
+and partitions that appear later are picked up without a restart) → one `select` → Spark's own Kafka
+sink. The select names the target topic (replication policy), keeps key, value, headers and partition,
+and wraps the key in an envelope (`mirrord_envelope`, a Java UDF) with the source timestamp and offset;
+mirrord's producer interceptor (jvm/, `io.mirrord.MirrorInterceptor`) unwraps it before the record is
+sent, restores the timestamp and writes the offset syncs. Each micro-batch (`foreachBatch`, on the
+driver) first creates missing target topics, then writes with `df.write.format("kafka")`. Spark commits
+the batch to its checkpoint only after every record was acknowledged: at-least-once.
 """
 
 from __future__ import annotations
@@ -20,26 +23,36 @@ from pathlib import Path
 
 from mirrord import admin, translate
 from mirrord.config import Settings
-from mirrord.errors import ConfigError, MirrordError
+from mirrord.errors import ConfigError, DeliveryError, MirrordError
 from mirrord.policy import Policy, make_policy, subscribe_pattern
-from mirrord.sink import SUMMARY_DDL, ProduceTask
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+JVM_JAR = "mirrord-jvm"
+ENVELOPE_UDF = ("mirrord_envelope", "io.mirrord.EnvelopeUdf")
+PLUGIN = "io.mirrord.MirrordPlugin"
+
+
 def connector_jars() -> list[str]:
-    """Spark's Kafka connector jars: $MIRRORD_SPARK_JARS, the installed share dir, or the source tree's cache."""
+    """Spark's Kafka connector jars and mirrord's own (the interceptor, the envelope UDF, the metrics
+    plugin): $MIRRORD_SPARK_JARS, the installed share dir, or the source tree's cache."""
     env = os.environ.get("MIRRORD_SPARK_JARS")
     candidates = [Path(env)] if env else [Path(sys.prefix) / "share" / "mirrord" / "jars",
                                           PACKAGE_DIR.parent / ".cache" / "jars" / "spark"]
     for folder in candidates:
         jars = sorted(str(p) for p in folder.glob("*.jar"))
-        if any("spark-sql-kafka" in j for j in jars):
+        if any("spark-sql-kafka" in j for j in jars) and any(JVM_JAR in j for j in jars):
             return jars
     where = "MIRRORD_SPARK_JARS" if env else "spark connector jars"
-    raise ConfigError(None, where, f"Spark's Kafka connector not found in {', '.join(map(str, candidates))} "
-                                   "(a source tree needs `make jars`)")
+    raise ConfigError(None, where, f"Spark's Kafka connector and {JVM_JAR}.jar not found in "
+                                   f"{', '.join(map(str, candidates))} (a source tree needs `make jars`)")
+
+
+def offset_syncs_topic(settings: Settings) -> str:
+    """MirrorMaker 2's name for offset syncs kept on the target cluster (offset-syncs.topic.location=target)."""
+    return f"mm2-offset-syncs.{settings.source_alias}.internal"
 
 
 @dataclass(frozen=True)
@@ -50,30 +63,35 @@ class Flow:
     policy: Policy
     pattern: str
     source_options: translate.SourceOptions
-    producer_settings: dict[str, str]
+    sink_options: dict[str, str]
+
+    @property
+    def offset_syncs_topic(self) -> str:
+        return offset_syncs_topic(self.settings)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Flow:
         policy = make_policy(settings.replication_policy, settings.source_alias, settings.target_alias,
                              settings.separator)
-        producer, ignored = translate.producer_settings(settings.producer)
-        translate.check_librdkafka(settings.producer, producer)
+        sink, ignored = translate.sink_options(settings.producer)
+        translate.check_librdkafka(settings.producer, translate.admin_settings(settings.producer))
         translate.check_librdkafka(settings.consumer, translate.admin_settings(settings.consumer))
         source = translate.consumer_to_spark(settings.consumer)
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)
-        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, producer)
+        sink.update({
+            "kafka.mirrord.offset.syncs.topic": offset_syncs_topic(settings),
+            "kafka.mirrord.offset.lag.max": str(settings.offset_lag_max),
+            "kafka.mirrord.source.topic.prefix": policy.target_prefix,
+        })
+        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, sink)
 
 
 @dataclass(frozen=True)
 class BatchResult:
     batch_id: int
     duration: float
-    partitions: list[dict]
-
-    @property
-    def records(self) -> int:
-        return sum(p["records"] for p in self.partitions)
+    log_start: dict[tuple[str, int], int]  # the source's log start offsets before the batch read anything
 
 
 def has_checkpoint(settings: Settings) -> bool:
@@ -97,13 +115,16 @@ def starting_offsets(flow: Flow, source: admin.Cluster) -> str:
 
 def spark_session(settings: Settings):
     """One SparkSession per process, kept across query restarts and reloads."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if settings.spark_master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the driver's own; executors run no Python
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import BinaryType
 
     log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
+    user = dict(settings.spark_conf)
+    plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
     conf = {
         "spark.jars": ",".join(connector_jars()),
         "spark.ui.enabled": "false",
@@ -113,17 +134,42 @@ def spark_session(settings: Settings):
         "spark.driver.extraJavaOptions": log4j,
         "spark.executor.extraJavaOptions": log4j,
         "spark.sql.streaming.noDataProgressEventInterval": "5000",
-        **settings.spark_conf,
+        **user,
+        "spark.plugins": plugins,
     }
     builder = SparkSession.builder.master(settings.spark_master).appName(f"mirrord-{settings.flow}")
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
+        spark.udf.registerJavaFunction(*ENVELOPE_UDF, BinaryType())
     except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
         raise MirrordError(f"cannot start Spark ({settings.spark_master}): {str(exc).splitlines()[0]}") from None
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def jvm_totals(spark) -> dict:
+    """Records, bytes and replication latency counted by the interceptors on every executor, as the
+    metrics plugin gathered them on the driver (cumulative since the session started)."""
+    return json.loads(spark._jvm.io.mirrord.MirrordPlugin.totalsJson())
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def java_cause(exc: BaseException) -> str:
+    """The root cause of a py4j error, one line: what Kafka or Spark said, not the call that failed."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    try:
+        while java.getCause() is not None and java.getCause() != java:
+            java = java.getCause()
+        return str(java.toString()).splitlines()[0]
+    except Exception:  # noqa: BLE001 - the JVM is gone: say what Python saw
+        return str(exc).strip().splitlines()[0]
 
 
 class Pipeline:
@@ -136,7 +182,7 @@ class Pipeline:
         self.on_batch = on_batch
         self._ready_topics: dict[str, int] = {}  # source topic → partitions known to exist in the target
 
-    def _ensure_target_topics(self) -> None:
+    def _ensure_target_topics(self) -> dict[str, int]:
         """Before a batch is written: every source topic it may contain exists in the target, with
         as many partitions. The target is asked only about topics not yet seen, so a target outage
         stalls the batch in the producer (which retries) instead of failing it here."""
@@ -146,33 +192,46 @@ class Pipeline:
             admin.ensure_topics(new, self.target, self.flow.policy,
                                 self.source if self.flow.settings.sync_topic_configs else None)
             self._ready_topics.update(new)
+        return wanted
 
-    def start(self, starting: str):
+    def records(self):
+        """The source, as the sink takes it: topic, key (in its envelope), value, headers, partition."""
         s = self.flow.settings
         reader = (self.spark.readStream.format("kafka")
                   .options(**self.flow.source_options.spark_options)
                   .option("subscribePattern", self.flow.pattern)
                   .option("includeHeaders", "true")
-                  .option("startingOffsets", starting)
                   .option("failOnDataLoss", "false"))
         if s.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
-        task = ProduceTask(tuple(sorted(self.flow.producer_settings.items())), self.flow.policy)
+        prefix = self.flow.policy.target_prefix
+        return reader, [
+            f"concat({_sql_string(prefix)}, topic) AS topic" if prefix else "topic",
+            f"{ENVELOPE_UDF[0]}(key, unix_millis(timestamp), offset, timestampType) AS key",
+            "value", "headers", "partition",
+        ]
+
+    def start(self, starting: str):
+        s = self.flow.settings
+        reader, columns = self.records()
+        records = reader.option("startingOffsets", starting).load().selectExpr(*columns)
+        sink = self.flow.sink_options
 
         def write_batch(df, batch_id: int) -> None:
             started = time.monotonic()
-            self._ensure_target_topics()
+            topics = self._ensure_target_topics()
+            log_start = self.source.log_start_offsets((t, p) for t, n in topics.items() for p in range(n))
             planned = time.monotonic()
-            # num.streams tasks per batch, each writing several partitions in turn (coalesce keeps each
-            # partition's order), instead of one short task, worker hand-off and flush per partition
-            rows = [r.asDict() for r in df.coalesce(s.num_streams).mapInArrow(task, SUMMARY_DDL).collect()]
+            try:
+                df.write.format("kafka").options(**sink).save()
+            except Exception as exc:  # noqa: BLE001 - py4j carries the sink's failure; the batch is not committed
+                raise DeliveryError(f"batch {batch_id} not acknowledged by the target: {java_cause(exc)}") from None
             written = time.monotonic()
-            self.on_batch(BatchResult(batch_id, written - started, rows))
-            log.debug("batch %d: %d records; target topics %.3fs, write %.3fs, commit %.3fs", batch_id,
-                      sum(r["records"] for r in rows), planned - started, written - planned,
-                      time.monotonic() - written)
+            self.on_batch(BatchResult(batch_id, written - started, log_start))
+            log.debug("batch %d: target topics and log start %.3fs, write %.3fs", batch_id,
+                      planned - started, written - planned)
 
-        return (reader.load().writeStream
+        return (records.writeStream
                 .queryName(f"mirrord-{s.flow}")
                 .foreachBatch(write_batch)
                 .option("checkpointLocation", str(s.checkpoint_dir))

@@ -18,6 +18,8 @@ def is_internal(topic: str) -> bool:
 
 @dataclass(frozen=True)
 class IdentityPolicy:
+    target_prefix = ""
+
     def target_topic(self, source_topic: str) -> str:
         return source_topic
 
@@ -34,8 +36,12 @@ class PrefixPolicy:
     target_alias: str
     separator: str = "."
 
+    @property
+    def target_prefix(self) -> str:
+        return f"{self.source_alias}{self.separator}"
+
     def target_topic(self, source_topic: str) -> str:
-        return f"{self.source_alias}{self.separator}{source_topic}"
+        return f"{self.target_prefix}{source_topic}"
 
     def is_cycle(self, source_topic: str) -> bool:
         """True when any upstream cluster in the name's prefix chain is the target (MM2's isCycle)."""

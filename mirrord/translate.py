@@ -1,11 +1,11 @@
-"""Kafka Java client properties → Spark Kafka source options and librdkafka (confluent-kafka) settings.
+"""Kafka Java client properties → Spark's Kafka source and sink options, and librdkafka admin settings.
 
 consumer.properties and producer.properties are written for Kafka's Java clients, as
-MirrorMaker 1 took them. The source side runs in Spark's Java consumer, so most keys pass
-through as `kafka.<key>`; the few Spark forbids are mapped or refused. The target side is a
-librdkafka producer: keys are renamed where librdkafka names them differently, and refused with
-the reason where librdkafka cannot do what the key asks. Nothing is dropped silently: keys that
-have no meaning in a mirror are returned as `ignored` with the reason, for a warning at start.
+MirrorMaker 1 took them, and Java clients read them: Spark's Kafka source and sink take them as
+`kafka.<key>`; the few keys Spark forbids are mapped or refused. mirrord's own AdminClient
+(confluent-kafka, for topics, configs and group offsets) gets the connection and security keys,
+translated to librdkafka's names. Nothing is dropped silently: keys that have no meaning in a
+mirror are returned as `ignored` with the reason, for a warning at start.
 """
 
 from __future__ import annotations
@@ -65,121 +65,109 @@ def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
     return SourceOptions(options, starting, ignored)
 
 
-# Java producer keys that librdkafka knows under the same name with the same meaning.
-SAME = frozenset({
-    "bootstrap.servers", "client.id", "acks", "enable.idempotence", "compression.type", "linger.ms",
-    "batch.size", "retries", "retry.backoff.ms", "retry.backoff.max.ms", "request.timeout.ms",
-    "max.in.flight.requests.per.connection", "security.protocol", "sasl.mechanism",
-    "sasl.kerberos.service.name", "ssl.key.password", "ssl.keystore.location", "ssl.keystore.password",
-    "ssl.endpoint.identification.algorithm", "ssl.cipher.suites", "reconnect.backoff.ms",
-    "reconnect.backoff.max.ms", "metadata.max.age.ms", "socket.connection.setup.timeout.ms",
-    "socket.connection.setup.timeout.max.ms", "connections.max.idle.ms", "client.dns.lookup",
-    "compression.level", "transaction.timeout.ms", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
-    "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret",
-})
-RENAMED = {
-    "delivery.timeout.ms": "message.timeout.ms",
-    "max.request.size": "message.max.bytes",
-    "send.buffer.bytes": "socket.send.buffer.bytes",
-    "receive.buffer.bytes": "socket.receive.buffer.bytes",
-}
-# Keys of the Java client that mean nothing for a byte-for-byte mirror: accepted with a warning.
+# The producer side is Spark's own Kafka sink (Java): producer.properties passes through as `kafka.<key>`.
+# Defaults where mirrord's differ from the Java producer's own (DESIGN 4; linger and batch size measured
+# in docs/decisions.md); the file wins.
+SINK_DEFAULTS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536"}
+# Keys of the Java producer that mean nothing for a byte-for-byte mirror: accepted with a warning.
 NOT_APPLICABLE = {
     "partitioner.class": "mirrord writes each record to its source partition number",
     "partitioner.ignore.keys": "mirrord writes each record to its source partition number",
-    "max.block.ms": "mirrord waits for buffer space instead of failing the send",
-    "metric.reporters": "mirrord exports Prometheus metrics itself",
-    "metrics.recording.level": "mirrord exports Prometheus metrics itself",
+    "partitioner.adaptive.partitioning.enable": "mirrord writes each record to its source partition number",
+    "partitioner.availability.timeout.ms": "mirrord writes each record to its source partition number",
 }
-# librdkafka defaults that differ from the Java producer's; set unless the file says otherwise.
-JAVA_DEFAULTS = {"message.timeout.ms": "120000", "linger.ms": "5", "batch.size": "16384"}
+INTERCEPTOR = "io.mirrord.MirrorInterceptor"
+
+
+def sink_options(cfg: ClientConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """Spark Kafka sink options (`kafka.*`) from producer.properties, and the keys accepted but not applied.
+
+    mirrord's interceptor runs first in `interceptor.classes`; the file's own interceptors follow it
+    and see records as they will be written (original key, source timestamp)."""
+    options: dict[str, str] = {}
+    ignored: dict[str, str] = {}
+    for key, value in cfg.properties.items():
+        if key in ("key.serializer", "value.serializer"):
+            if value.strip() != BYTE_ARRAY_SERIALIZER:
+                raise cfg.error(key, f"records are copied as bytes; only {BYTE_ARRAY_SERIALIZER} is accepted")
+        elif key == "transactional.id":
+            raise cfg.error(key, "Spark's Kafka sink does not write transactions; remove it")
+        elif key.startswith("mirrord."):
+            raise cfg.error(key, "the mirrord.* producer keys are mirrord's own; set them in mirrord.conf")
+        elif key in NOT_APPLICABLE:
+            ignored[key] = NOT_APPLICABLE[key]
+        else:
+            options[key] = value.strip()
+    for key, value in SINK_DEFAULTS.items():
+        options.setdefault(key, value)
+    acks = options["acks"].lower()
+    idempotent = options["enable.idempotence"].lower()
+    if idempotent not in ("true", "false"):
+        raise cfg.error("enable.idempotence", f"must be true or false, got {options['enable.idempotence']!r}")
+    if idempotent == "true" and acks not in ("all", "-1"):
+        if "enable.idempotence" in cfg.properties:
+            raise cfg.error("acks", f"enable.idempotence=true needs acks=all, got {options['acks']!r}")
+        options["enable.idempotence"] = "false"
+    if options["enable.idempotence"] == "false":
+        options.setdefault("max.in.flight.requests.per.connection", "1")  # keep order across retries
+    others = [c.strip() for c in options.pop("interceptor.classes", "").split(",") if c.strip()]
+    options["interceptor.classes"] = ",".join([INTERCEPTOR, *[c for c in others if c != INTERCEPTOR]])
+    return {f"kafka.{k}": v for k, v in options.items()}, ignored
+
+
+# Connection and security settings of Kafka's Java clients that librdkafka (the AdminClient mirrord
+# uses for topics, configs and group offsets) knows under the same name.
+SAME = frozenset({
+    "bootstrap.servers", "client.id", "security.protocol", "sasl.mechanism", "sasl.kerberos.service.name",
+    "ssl.key.password", "ssl.keystore.location", "ssl.keystore.password", "ssl.endpoint.identification.algorithm",
+    "ssl.cipher.suites", "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms",
+    "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms", "client.dns.lookup",
+    "request.timeout.ms", "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.scope",
+    "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret",
+})
 
 # librdkafka reports some keys by its own alias; errors name the key as the file spells it.
-LIBRDKAFKA_ALIASES = {"request.required.acks": "acks", "queue.buffering.max.ms": "linger.ms",
-                      "enable.idempotence": "enable.idempotence", "compression.codec": "compression.type"}
+LIBRDKAFKA_ALIASES = {"ssl.ca.location": "ssl.truststore.location", "sasl.username": "sasl.jaas.config",
+                      "sasl.password": "sasl.jaas.config"}
 
 JAAS = re.compile(r"(\w+)\s*=\s*\"((?:[^\"\\]|\\.)*)\"")
 
 
 def _jaas(cfg: ClientConfig, value: str) -> dict[str, str]:
     if "PlainLoginModule" not in value and "ScramLoginModule" not in value:
-        raise cfg.error("sasl.jaas.config", "only PlainLoginModule and ScramLoginModule can be used by the producer")
+        raise cfg.error("sasl.jaas.config", "mirrord's admin client can use PlainLoginModule and "
+                        "ScramLoginModule only")
     fields = dict(JAAS.findall(value))
     if "username" not in fields or "password" not in fields:
         raise cfg.error("sasl.jaas.config", "needs username=\"...\" and password=\"...\"")
     return {"sasl.username": fields["username"], "sasl.password": fields["password"]}
 
 
-def java_to_librdkafka(cfg: ClientConfig, *, keys: frozenset[str] | None = None) -> tuple[dict[str, str], dict]:
-    """librdkafka settings from Java client properties, and the keys accepted but not applied.
-
-    `keys` restricts the translation to connection and security settings (for admin clients
-    built from consumer.properties, whose other keys go to Spark's consumer).
-    """
+def admin_settings(cfg: ClientConfig) -> dict[str, str]:
+    """librdkafka settings for an AdminClient on the cluster a .properties file describes: its connection
+    and security keys, translated from the Java client's names."""
     props = cfg.properties
     out: dict[str, str] = {}
-    ignored: dict[str, str] = {}
     truststore_type = props.get("ssl.truststore.type", "JKS").upper()
     keystore_type = props.get("ssl.keystore.type", "JKS").upper()
     for key, value in props.items():
-        if keys is not None and key not in keys and not key.startswith(("ssl.", "sasl.", "security.")):
-            continue
         if key in SAME:
             if key == "ssl.keystore.location" and keystore_type != "PKCS12":
-                raise cfg.error("ssl.keystore.type", "the producer reads PKCS12 keystores only; convert the JKS file")
+                raise cfg.error("ssl.keystore.type", "mirrord's admin client reads PKCS12 keystores only; "
+                                "convert the JKS file")
             out[key] = value
-        elif key in RENAMED:
-            out[RENAMED[key]] = value
-        elif key == "buffer.memory":
-            out["queue.buffering.max.kbytes"] = str(max(1, int(value) // 1024)) if value.isdigit() else value
         elif key == "sasl.jaas.config":
             out.update(_jaas(cfg, value))
         elif key == "ssl.truststore.location":
             if truststore_type != "PEM":
-                raise cfg.error("ssl.truststore.type", "the producer reads PEM trust stores only; "
+                raise cfg.error("ssl.truststore.type", "mirrord's admin client reads PEM trust stores only; "
                                 "set ssl.truststore.type=PEM and point ssl.truststore.location at a PEM file")
             out["ssl.ca.location"] = value
-        elif key in ("ssl.truststore.type", "ssl.keystore.type", "ssl.truststore.password"):
-            continue
-        elif key in ("key.serializer", "value.serializer"):
-            if value.strip() != BYTE_ARRAY_SERIALIZER:
-                raise cfg.error(key, f"records are copied as bytes; only {BYTE_ARRAY_SERIALIZER} is accepted")
-        elif key in NOT_APPLICABLE:
-            ignored[key] = NOT_APPLICABLE[key]
-        elif key == "group.id" or keys is not None:
-            continue
-        else:
-            out[key] = value  # librdkafka's own name, or unknown: librdkafka validates it at start
-    return out, ignored
-
-
-ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "client.dns.lookup", "request.timeout.ms",
-                        "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms"})
-
-
-def admin_settings(cfg: ClientConfig) -> dict[str, str]:
-    """Connection and security settings for an AdminClient on the cluster a file describes."""
-    settings, _ = java_to_librdkafka(cfg, keys=ADMIN_KEYS)
-    return settings
-
-
-def producer_settings(cfg: ClientConfig) -> tuple[dict[str, str], dict[str, str]]:
-    """The target producer: acks=all and idempotence unless the file says otherwise (DESIGN 4)."""
-    settings, ignored = java_to_librdkafka(cfg)
-    for key, value in JAVA_DEFAULTS.items():
-        settings.setdefault(key, value)
-    settings.setdefault("acks", "all")
-    if settings["acks"] in ("all", "-1"):
-        settings.setdefault("enable.idempotence", "true")
-    elif settings.get("enable.idempotence", "false") == "true":
-        raise cfg.error("acks", f"enable.idempotence=true needs acks=all, got {settings['acks']!r}")
-    if settings.get("enable.idempotence", "false") != "true":
-        settings.setdefault("max.in.flight.requests.per.connection", "1")  # keep order across retries
-    return settings, ignored
+    return out
 
 
 def check_librdkafka(cfg: ClientConfig, settings: Mapping[str, str]) -> None:
-    """Let librdkafka validate every key and value now, so a typo is a config error, not a crash later."""
+    """Let librdkafka validate the admin client's keys and values now, so a typo is a config error, not a crash."""
     from confluent_kafka import KafkaException, Producer
 
     offline = {**{k: v for k, v in settings.items() if k != "bootstrap.servers"}, "log_level": "3"}
@@ -190,9 +178,7 @@ def check_librdkafka(cfg: ClientConfig, settings: Mapping[str, str]) -> None:
         match = re.search(r'property "([^"]+)"', text) or re.search(r'"([^"]+)"', text)
         key = match.group(1) if match else None
         key = LIBRDKAFKA_ALIASES.get(key, key)
-        if key not in cfg.properties:
-            key = next((k for k, v in RENAMED.items() if v == key and k in cfg.properties), key)
-        reason = "not a property known to the producer" if "No such configuration" in text else text
+        reason = "not a property known to Kafka's clients" if "No such configuration" in text else text
         if key and SECRET_KEY.search(key):
             reason = "invalid value (not shown: it may be a secret)"
         raise ConfigError(cfg.path, key, reason) from None

@@ -6,6 +6,7 @@ The tests share the daemon (its whitelist is this module's topic prefix) and use
 from __future__ import annotations
 
 import random
+import shutil
 import time
 
 import pytest
@@ -226,3 +227,82 @@ def test_metrics_count_every_mirrored_record_and_lag_returns_to_zero(kafka_pair,
     assert metric_value(text, "mirrord_last_commit_timestamp_seconds") > time.time() - 60
     assert metric_value(text, "mirrord_replication_latency_seconds_count") >= 900
     assert metric_value(text, "mirrord_build_info") == 1
+
+
+def test_keys_and_headers_that_look_like_mirrords_own_are_mirrored_unchanged(kafka_pair, mirror):
+    """mirrord carries each record's source timestamp and offset in an envelope around the key, which its
+    producer interceptor removes: a source record whose key is such an envelope, or whose headers carry
+    mirrord's names, must arrive exactly as it was."""
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-lookalike"
+    create_topic(source.bootstrap, topic, 2)
+    now = int(time.time() * 1000)
+    envelope_like = bytes([1, 0]) + now.to_bytes(8, "big") + (7).to_bytes(8, "big") + b"inner-key"
+    records = [
+        {"partition": 0, "key": envelope_like, "value": b"v0", "timestamp": now - 5000,
+         "headers": [("mirrord.run.start", (5).to_bytes(8, "big")), ("mirrord", b"x"), ("mirrord", None)]},
+        {"partition": 1, "key": bytes([1, 1]), "value": None, "timestamp": now - 4000,
+         "headers": [("mirrord_envelope", envelope_like)]},
+        {"partition": 0, "key": b"", "value": b"", "timestamp": now - 3000, "headers": [("", b"")]},
+        {"partition": 1, "key": None, "value": envelope_like, "timestamp": now - 2000, "headers": None},
+    ]
+    produce(source.bootstrap, topic, records)
+    wait_until(lambda: count(target.bootstrap, topic) >= len(records), 120, "the records mirrored")
+    assert_same_records(source.bootstrap, target.bootstrap, topic)
+
+
+def test_a_group_a_few_records_behind_resumes_exactly_after_its_last_record_on_a_prefilled_target(
+        kafka_pair, mirror):
+    """The seed's walkthrough: a group that consumed 5 of 10 records on the source resumes on the target at
+    the 6th, although the target topic already held other records, so target offsets differ from the source's."""
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-prefilled"
+    create_topic(source.bootstrap, topic, 2)
+    create_topic(target.bootstrap, topic, 2)
+    produce(target.bootstrap, topic, [{"partition": i % 2, "key": b"old", "value": b"already here"} for i in range(61)])
+    before = end_offsets(target.bootstrap, topic)
+    assert before == {0: 31, 1: 30}
+    produce(source.bootstrap, topic, varied_records(20, 2, seed=11))  # 10 per partition
+    ends = end_offsets(source.bootstrap, topic)
+    wait_until(lambda: committed_offsets(source.bootstrap, mirror.group, topic) == ends, 120, "the topic mirrored")
+
+    group = f"{mirror.prefix}-walkthrough"
+    consumed = {0: 5, 1: 7}
+    commit_offsets(source.bootstrap, group, topic, consumed)
+    expected = {p: before[p] + n for p, n in consumed.items()}
+    wait_until(lambda: committed_offsets(target.bootstrap, group, topic) == expected, 60,
+               f"{group} translated exactly to {expected}")
+    src, dst = read_all(source.bootstrap, topic), read_all(target.bootstrap, topic)
+    for p, n in consumed.items():
+        assert dst[p][expected[p]].fields() == src[p][n].fields(), f"partition {p}: not the next record"
+
+
+def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state_dir_is_lost(
+        kafka_pair, unique, tmp_path):
+    source, target = kafka_pair
+    topic, group = unique("syncs-kept"), unique("syncs-kept-mirror")
+    create_topic(source.bootstrap, topic, 2)
+    create_topic(target.bootstrap, topic, 2)
+    produce(target.bootstrap, topic, [{"partition": 0, "key": b"old", "value": b"x"}] * 13)
+    produce(source.bootstrap, topic, varied_records(300, 2, seed=12))
+    ends = end_offsets(source.bootstrap, topic)
+    consumer_group = unique("syncs-kept-app")
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "1",
+                              "groups": consumer_group, "source.alias": unique("alias")})
+    daemon = Mirrord(config).start()
+    try:
+        daemon.wait_ready()
+        wait_until(lambda: committed_offsets(source.bootstrap, group, topic) == ends, 120, "the topic mirrored")
+        assert daemon.stop() == 0
+        shutil.rmtree(tmp_path / "flow" / "state")  # the host's disk is lost; the target cluster is not
+
+        commit_offsets(source.bootstrap, consumer_group, topic, {0: 97, 1: 3})
+        daemon = Mirrord(config).start()
+        daemon.wait_ready()
+        wait_until(lambda: committed_offsets(target.bootstrap, consumer_group, topic) == {0: 13 + 97, 1: 3}, 60,
+                   "the group translated exactly from the syncs read back from the target")
+        assert count(target.bootstrap, topic) == 13 + 300, "nothing copied twice after the state was lost"
+        assert daemon.stop() == 0
+    finally:
+        daemon.stop()

@@ -1,7 +1,10 @@
+import struct
+
 from mirrord.offsets import (
     MAX_SYNCS_PER_PARTITION,
     OffsetSync,
     OffsetSyncStore,
+    decode,
     deleted_before_read,
     parse_source_offsets,
     translate,
@@ -17,14 +20,48 @@ def test_translation_never_extrapolates_and_never_skips():
     assert translate(syncs, 500) == 51
 
 
-def test_store_drops_syncs_above_a_rewind_and_round_trips(tmp_path):
+def test_store_drops_syncs_above_a_rewind():
     store = OffsetSyncStore()
     for up, down in ((0, 0), (10, 10), (20, 20)):
         store.add(OffsetSync("t", 1, up, down))
     store.add(OffsetSync("t", 1, 15, 30))  # replayed batch after a crash: written again, later in the target
     assert [(s.upstream, s.downstream) for s in store.syncs("t", 1)] == [(0, 0), (10, 10), (15, 30)]
-    store.save(tmp_path / "syncs.json")
-    assert OffsetSyncStore.load(tmp_path / "syncs.json").translate("t", 1, 17) == 31
+    assert store.translate("t", 1, 17) == 31
+
+
+def test_inside_a_contiguous_run_translation_is_exact_even_when_target_offsets_differ():
+    # the target topic held 1 000 records before mirroring began: target = source + 1 000
+    syncs = [OffsetSync("t", 0, 0, 1000, run_start=0), OffsetSync("t", 0, 101, 1101, run_start=0),
+             OffsetSync("t", 0, 180, 1180, run_start=0)]
+    assert translate(syncs, 5) == 1005  # consumed 0..4: resumes at the 6th record, not at sync 0's +1
+    assert translate(syncs, 150) == 1150
+    assert translate(syncs, 180) == 1180
+    assert translate(syncs, 181) == 1181  # just past the newest sync: its +1, still exact
+    assert translate(syncs, 300) == 1181  # beyond what was mirrored: never ahead
+
+
+def test_a_gap_ends_a_run_and_translation_inside_the_gap_is_never_ahead():
+    # records 0..49 copied, 50..79 compacted away on the source, 80..99 copied; another writer put
+    # 5 records into the target between them, so 80 landed at 55
+    syncs = [OffsetSync("t", 0, 0, 0, run_start=0), OffsetSync("t", 0, 49, 49, run_start=0),
+             OffsetSync("t", 0, 80, 55, run_start=80), OffsetSync("t", 0, 99, 74, run_start=80)]
+    assert translate(syncs, 30) == 30
+    assert translate(syncs, 60) == 50  # inside the gap: right after the last record it consumed
+    assert translate(syncs, 85) == 60
+    assert translate(syncs, 100) == 75
+
+
+def test_mirrormaker2_syncs_without_a_run_translate_by_its_rule():
+    syncs = [OffsetSync("t", 0, 100, 10), OffsetSync("t", 0, 200, 110)]
+    assert translate(syncs, 150) == 11
+
+
+def test_offset_sync_records_are_read_in_mirrormaker2s_format():
+    key = struct.pack(">h", 6) + b"orders" + struct.pack(">i", 3)
+    value = struct.pack(">qq", 1234, 5678)
+    assert decode(key, value) == OffsetSync("orders", 3, 1234, 5678)
+    assert decode(key, value, [("mirrord.run.start", struct.pack(">q", 1000))]) == \
+        OffsetSync("orders", 3, 1234, 5678, run_start=1000)
 
 
 def test_source_offsets_of_spark_progress_are_parsed_per_partition():

@@ -4,7 +4,7 @@ import pytest
 
 from mirrord.config import ClientConfig
 from mirrord.errors import ConfigError
-from mirrord.translate import check_librdkafka, consumer_to_spark, producer_settings, redact
+from mirrord.translate import admin_settings, check_librdkafka, consumer_to_spark, redact, sink_options
 
 
 def cfg(**props) -> ClientConfig:
@@ -30,34 +30,60 @@ def test_consumer_keys_spark_cannot_take_are_refused_with_file_and_key(key, valu
     assert str(exc.value).startswith(f"/etc/mirrord/x.properties: {key}: ") and message in str(exc.value)
 
 
-def test_producer_defaults_are_safe_and_java_names_are_translated():
-    settings, ignored = producer_settings(cfg(**{
-        "delivery.timeout.ms": "60000", "max.request.size": "2097152", "buffer.memory": "33554432",
-        "partitioner.class": "x.Partitioner", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
-                            'username="mirror" password="s3cret";'}))
-    assert settings["acks"] == "all" and settings["enable.idempotence"] == "true"
-    assert settings["message.timeout.ms"] == "60000" and settings["message.max.bytes"] == "2097152"
-    assert settings["queue.buffering.max.kbytes"] == "32768"
-    assert (settings["sasl.username"], settings["sasl.password"]) == ("mirror", "s3cret")
+def test_producer_properties_pass_to_spark_sink_with_safe_defaults_and_mirrords_interceptor_first():
+    options, ignored = sink_options(cfg(**{
+        "delivery.timeout.ms": "60000", "compression.type": "lz4", "partitioner.class": "x.Partitioner",
+        "interceptor.classes": "com.example.Audit", "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+        "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer"}))
+    assert options == {
+        "kafka.bootstrap.servers": "b:9092", "kafka.delivery.timeout.ms": "60000", "kafka.compression.type": "lz4",
+        "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN",
+        "kafka.acks": "all", "kafka.enable.idempotence": "true", "kafka.linger.ms": "5", "kafka.batch.size": "65536",
+        "kafka.interceptor.classes": "io.mirrord.MirrorInterceptor,com.example.Audit"}
     assert "partitioner.class" in ignored
-    check_librdkafka(cfg(), settings)
 
 
 def test_without_idempotence_one_request_in_flight_keeps_order():
-    settings, _ = producer_settings(cfg(acks="1"))
-    assert settings["max.in.flight.requests.per.connection"] == "1"
+    options, _ = sink_options(cfg(acks="1"))
+    assert options["kafka.enable.idempotence"] == "false"
+    assert options["kafka.max.in.flight.requests.per.connection"] == "1"
 
 
-def test_jks_truststore_is_refused_with_a_way_out():
-    with pytest.raises(ConfigError, match="ssl.truststore.type: the producer reads PEM"):
-        producer_settings(cfg(**{"ssl.truststore.location": "/etc/ssl/kafka.jks"}))
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("value.serializer", "org.apache.kafka.common.serialization.StringSerializer", "copied as bytes"),
+    ("transactional.id", "m1", "does not write transactions"),
+    ("mirrord.offset.lag.max", "5", "mirrord's own"),
+])
+def test_producer_keys_the_sink_cannot_take_are_refused_with_file_and_key(key, value, message):
+    with pytest.raises(ConfigError) as exc:
+        sink_options(cfg(**{key: value}))
+    assert str(exc.value).startswith(f"/etc/mirrord/x.properties: {key}: ") and message in str(exc.value)
 
 
-def test_unknown_producer_key_is_a_config_error_naming_it():
-    settings, _ = producer_settings(cfg(**{"lingr.ms": "5"}))
-    with pytest.raises(ConfigError, match=r"x.properties: lingr.ms: not a property known to the producer"):
-        check_librdkafka(cfg(), settings)
+def test_idempotence_asked_for_with_weak_acks_is_a_config_error():
+    with pytest.raises(ConfigError, match="x.properties: acks: enable.idempotence=true needs acks=all"):
+        sink_options(cfg(acks="1", **{"enable.idempotence": "true"}))
+
+
+def test_admin_client_gets_connection_and_security_keys_in_librdkafka_names():
+    settings = admin_settings(cfg(**{
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "linger.ms": "5",
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": "/etc/mirrord/ca.pem",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                            'username="mirror" password="s3cret";'}))
+    assert settings == {"bootstrap.servers": "b:9092", "security.protocol": "SASL_SSL",
+                        "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/mirrord/ca.pem",
+                        "sasl.username": "mirror", "sasl.password": "s3cret"}
+
+
+def test_jks_truststore_is_refused_for_the_admin_client_with_a_way_out():
+    with pytest.raises(ConfigError, match="ssl.truststore.type: mirrord's admin client reads PEM"):
+        admin_settings(cfg(**{"ssl.truststore.location": "/etc/ssl/kafka.jks"}))
+
+
+def test_a_bad_admin_value_is_a_config_error_naming_the_key():
+    with pytest.raises(ConfigError, match=r"x.properties: security.protocol: "):
+        check_librdkafka(cfg(), admin_settings(cfg(**{"security.protocol": "SASL_PLAINTXT"})))
 
 
 def test_secrets_are_redacted():
