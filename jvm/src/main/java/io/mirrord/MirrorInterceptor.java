@@ -2,8 +2,11 @@ package io.mirrord;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -36,6 +39,10 @@ import org.slf4j.LoggerFactory;
  * <p>Settings, from the producer's configuration (on Spark's sink: {@code kafka.<name>}):
  * {@value #SYNCS_TOPIC} (none: no offset syncs), {@value #OFFSET_LAG_MAX}, {@value #SYNCS_FLUSH_MS}
  * and {@value #SOURCE_TOPIC_PREFIX}.
+ *
+ * <p>Spark never closes the producers it caches, so {@link #close()} does not run when Spark stops:
+ * {@link #flushAll} writes every live interceptor's delayed syncs instead ({@link MirrordPlugin} calls
+ * it when an executor stops).
  */
 public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte[]> {
     /** Compacted one-partition topic in the target the offset syncs go to; absent or empty: none written. */
@@ -50,6 +57,8 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
     public static final String SOURCE_TOPIC_PREFIX = "mirrord.source.topic.prefix";
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
     private static final Logger log = LoggerFactory.getLogger(MirrorInterceptor.class);
+    /** The interceptors with a writer, configured and not closed; weakly, so that a dropped producer goes. */
+    private static final Map<MirrorInterceptor, Boolean> LIVE = new WeakHashMap<>();  // guarded by itself
 
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> syncProducers;
     private final Stats stats;
@@ -83,6 +92,32 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         long flushMs = longSetting(configs, SYNCS_FLUSH_MS, SYNCS_FLUSH_MS_DEFAULT, 1);
         writer = new OffsetSyncWriter(syncProducers.apply(syncProducerConfig(configs)), topic.toString(), lagMax,
                 flushMs, stats, background);
+        synchronized (LIVE) {
+            LIVE.put(this, Boolean.TRUE);
+        }
+    }
+
+    /**
+     * Writes the delayed syncs of every live interceptor in this JVM and waits, at most {@code timeout}
+     * in all, until every sync emitted so far is acknowledged; false if time ran out for any of them.
+     */
+    public static boolean flushAll(Duration timeout) {
+        List<MirrorInterceptor> live;
+        synchronized (LIVE) {
+            live = new ArrayList<>(LIVE.keySet());
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        boolean flushed = true;
+        for (MirrorInterceptor interceptor : live) {
+            Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+            flushed &= interceptor.writer.flush(left);  // with no time left, still emits the delayed syncs
+        }
+        return flushed;
+    }
+
+    /** {@link #flushAll(Duration)} for py4j: {@code spark._jvm.io.mirrord.MirrorInterceptor.flushAll(5000)}. */
+    public static boolean flushAll(long timeoutMs) {
+        return flushAll(Duration.ofMillis(timeoutMs));
     }
 
     /** The data producer's settings for the syncs' producer: same cluster and security, its own identity. */
@@ -148,6 +183,9 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
 
     @Override
     public void close() {
+        synchronized (LIVE) {
+            LIVE.remove(this);
+        }
         if (writer != null) {
             writer.close(CLOSE_TIMEOUT);
         }

@@ -16,6 +16,9 @@ import org.slf4j.LoggerFactory;
  * from every executor to the driver, every {@value #INTERVAL_CONF} ms (default 1000), where Python
  * reads them with {@code spark._jvm.io.mirrord.MirrordPlugin.totalsJson()}.
  *
+ * <p>When an executor stops, the interceptors' delayed offset syncs are written first
+ * ({@link MirrorInterceptor#flushAll}), so that they are neither lost nor left out of the last counts.
+ *
  * <p>In local mode the executor runs in the driver's JVM; the counts are still moved from
  * {@link Stats#EXECUTOR} to a separate driver-side {@link Stats}, so nothing is counted twice.
  */
@@ -94,6 +97,12 @@ public final class MirrordPlugin implements SparkPlugin {
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
+            }
+            if (!MirrorInterceptor.flushAll(MirrorInterceptor.CLOSE_TIMEOUT)) {
+                log.warn("offset syncs still unacknowledged after {} ms; they may be lost",
+                        MirrorInterceptor.CLOSE_TIMEOUT.toMillis());
+            }
+            if (sender != null) {
                 ship();
             }
         }

@@ -42,6 +42,9 @@ final class OffsetSyncWriter implements AutoCloseable {
     private final BlockingQueue<Sync> outbox = new LinkedBlockingQueue<>(OUTBOX_CAPACITY);
     private final WarnLimiter warnings = new WarnLimiter(60_000);
     private final Thread thread;
+    private long emitted;  // syncs put in the outbox; guarded by this
+    private final Object progress = new Object();
+    private long finished;  // syncs acknowledged or failed; guarded by progress
 
     /**
      * With {@code background} false no thread is started: the caller emits delayed syncs with
@@ -96,6 +99,38 @@ final class OffsetSyncWriter implements AutoCloseable {
         return sent;
     }
 
+    /**
+     * Emits the delayed syncs and waits at most {@code timeout} until every sync emitted so far has been
+     * acknowledged or has failed; false if time ran out. The writing stays with the writer's thread, so
+     * syncs are still written in the order they were emitted.
+     */
+    boolean flush(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long target;
+        synchronized (this) {
+            flushPending();
+            target = emitted;
+        }
+        if (thread == null) {
+            sendQueued();
+        }
+        synchronized (progress) {
+            try {
+                while (finished < target) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(progress, left);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return true;
+    }
+
     @Override
     public void close() {
         close(Duration.ofSeconds(5));
@@ -143,7 +178,9 @@ final class OffsetSyncWriter implements AutoCloseable {
     }
 
     private void enqueue(Sync sync) {
-        if (!outbox.offer(sync)) {
+        if (outbox.offer(sync)) {
+            emitted++;
+        } else {
             failed(new IllegalStateException(OUTBOX_CAPACITY + " offset syncs already waiting to be written"));
         }
     }
@@ -156,9 +193,18 @@ final class OffsetSyncWriter implements AutoCloseable {
                 } else {
                     failed(e);
                 }
+                finished();
             });
         } catch (RuntimeException e) {
             failed(e);
+            finished();
+        }
+    }
+
+    private void finished() {
+        synchronized (progress) {
+            finished++;
+            progress.notifyAll();
         }
     }
 

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -255,5 +256,26 @@ class MirrorInterceptorTest {
         assertEquals(2, syncProducer.history().size());
         assertTrue(syncProducer.closed());
         assertFalse(syncProducerConfig.containsKey(MirrorInterceptor.SOURCE_TOPIC_PREFIX));
+    }
+
+    @Test
+    void flushAllWritesTheDelayedSyncsOfEveryLiveInterceptor() {
+        MirrorInterceptor interceptor = withSyncs();
+        for (int i = 0; i < 3; i++) {
+            sent(interceptor, 0, 10 + i);
+            acked(interceptor, 0, i);
+        }
+        assertEquals(List.of(), OffsetSyncWriterTest.describeAll(syncProducer));  // emitted, not yet written
+
+        assertTrue(MirrorInterceptor.flushAll(Duration.ofSeconds(5)));
+
+        assertEquals(List.of("orders:0 10→0 run 10", "orders:0 12→2 run 10"), OffsetSyncWriterTest.describeAll(syncProducer));
+        assertFalse(syncProducer.closed());
+        assertTrue(stats.toJson().endsWith("\"syncs\":2,\"sync_errors\":0}"), stats.toJson());
+        sent(interceptor, 0, 13);
+        acked(interceptor, 0, 3);
+        assertTrue(MirrorInterceptor.flushAll(5_000));  // py4j's overload
+        assertEquals("orders:0 13→3 run 10", OffsetSyncWriterTest.describeAll(syncProducer).get(2));
+        interceptor.close();
     }
 }

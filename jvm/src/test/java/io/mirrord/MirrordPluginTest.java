@@ -7,6 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 class MirrordPluginTest {
@@ -48,5 +51,33 @@ class MirrordPluginTest {
     @Test
     void driverRejectsOtherMessages() {
         assertThrows(IllegalArgumentException.class, () -> new MirrordPlugin.Collector(new Stats()).receive("hello"));
+    }
+
+    @Test
+    void anExecutorStoppingWritesTheDelayedSyncsBeforeItShipsTheLastCounts() {
+        Stats executor = new Stats();
+        MockProducer<byte[], byte[]> syncs = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
+        MirrorInterceptor interceptor = new MirrorInterceptor(config -> syncs, executor, true);
+        interceptor.configure(Map.of("bootstrap.servers", "target:9092",
+                MirrorInterceptor.SYNCS_TOPIC, OffsetSyncWriterTest.SYNCS, MirrorInterceptor.SYNCS_FLUSH_MS, "60000"));
+        try {
+            for (int i = 0; i < 3; i++) {
+                MirrorInterceptorTest.sent(interceptor, 0, i);
+                MirrorInterceptorTest.acked(interceptor, 0, i);
+            }
+            MirrordPlugin.Shipper shipper = new MirrordPlugin.Shipper(executor);
+            List<Object> messages = new ArrayList<>();
+            shipper.sendTo(messages::add);
+
+            shipper.shutdown();
+
+            assertEquals(2, syncs.history().size());
+            assertEquals(1, messages.size());
+            Stats totals = new Stats();
+            totals.add((Stats.Delta) messages.get(0));
+            assertTrue(totals.toJson().endsWith("\"syncs\":2,\"sync_errors\":0}"), totals.toJson());
+        } finally {
+            interceptor.close();
+        }
     }
 }

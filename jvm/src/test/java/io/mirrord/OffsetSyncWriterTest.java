@@ -1,6 +1,7 @@
 package io.mirrord;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
@@ -9,6 +10,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -34,6 +37,13 @@ class OffsetSyncWriterTest {
         for (ProducerRecord<byte[], byte[]> record : producer.history()) {
             syncs.add(describe(record));
         }
+        return syncs;
+    }
+
+    /** Every sync written so far, as {@link #written}, without sending what was emitted. */
+    static List<String> describeAll(MockProducer<byte[], byte[]> producer) {
+        List<String> syncs = new ArrayList<>();
+        producer.history().forEach(record -> syncs.add(describe(record)));
         return syncs;
     }
 
@@ -214,5 +224,28 @@ class OffsetSyncWriterTest {
         producer.history().forEach(r -> syncs.add(describe(r)));
         assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0"), syncs);
         assertTrue(producer.closed());
+    }
+
+    @Test
+    void flushWritesTheDelayedSyncsAndWaitsUntilEverySyncIsAcknowledgedOrFailed() throws Exception {
+        MockProducer<byte[], byte[]> manual = new MockProducer<>(false, new ByteArraySerializer(), new ByteArraySerializer());
+        OffsetSyncWriter writer = new OffsetSyncWriter(manual, SYNCS, 100, 60_000, stats, true);
+        try {
+            ackRun(writer, ORDERS, 0, 0, 3);
+            assertFalse(writer.flush(Duration.ofMillis(50)));  // written by the writer's thread, not yet acknowledged
+            CompletableFuture<Boolean> flushed = CompletableFuture.supplyAsync(() -> writer.flush(Duration.ofSeconds(5)));
+            long deadline = System.currentTimeMillis() + 5000;
+            while (manual.history().size() < 2 && System.currentTimeMillis() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0"), describeAll(manual));
+            manual.completeNext();
+            assertFalse(flushed.isDone());
+            manual.errorNext(new RuntimeException("not leader"));
+            assertTrue(flushed.get(5, TimeUnit.SECONDS));
+            assertTrue(stats.toJson().endsWith("\"syncs\":1,\"sync_errors\":1}"), stats.toJson());
+        } finally {
+            writer.close(Duration.ofSeconds(5));
+        }
     }
 }

@@ -1,0 +1,117 @@
+package io.mirrord;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigException;
+import org.junit.jupiter.api.Test;
+
+class ClientConfigCheckTest {
+    static final String BOOTSTRAP = "bootstrap.servers";
+
+    @Test
+    void aKeyTheProducerDoesNotKnowIsReported() {
+        assertEquals(List.of("lingr.ms\tnot a property of Kafka's Java producer"),
+                ClientConfigCheck.check("producer", Map.of(BOOTSTRAP, "target:9092", "lingr.ms", "5")));
+    }
+
+    @Test
+    void everyValueTheProducerRejectsIsReportedWithKafkasMessage() {
+        assertEquals(List.of("acks\tInvalid value most for configuration acks: String must be one of: all, -1, 0, 1",
+                        "linger.ms\tInvalid value soon for configuration linger.ms: Not a number of type LONG"),
+                ClientConfigCheck.check("producer", Map.of(BOOTSTRAP, "target:9092", "linger.ms", "soon", "acks", "most",
+                        "batch.size", "65536")));
+    }
+
+    @Test
+    void aRuleOverSeveralKeysIsReportedWithoutAKey() {
+        List<String> problems = ClientConfigCheck.check("producer",
+                Map.of(BOOTSTRAP, "target:9092", "enable.idempotence", "true", "acks", "1"));
+        assertEquals(1, problems.size(), problems.toString());
+        assertTrue(problems.get(0).startsWith("\tMust set acks to all"), problems.get(0));
+    }
+
+    @Test
+    void theValueOfAKeyThatMayHoldASecretIsNeverShown() {
+        for (String key : List.of("ssl.keystore.password", "sasl.jaas.config", "sasl.oauthbearer.client.SECRET",
+                "delegation.token.x", "aws.credentials")) {
+            String problem = ClientConfigCheck.problem(new ConfigException(key, "hunter2", "hunter2 is too short"));
+            assertEquals(key + "\t" + ClientConfigCheck.SECRET_HIDDEN, problem);
+        }
+        assertEquals(List.of("ssl.keystore.pasword\tnot a property of Kafka's Java consumer"),
+                ClientConfigCheck.check("consumer", Map.of("ssl.keystore.pasword", "hunter2", "ssl.key.password", "x")));
+    }
+
+    @Test
+    void mirrordsOwnKeysArePassedOver() {
+        assertEquals(List.of(), ClientConfigCheck.check("producer", Map.of(BOOTSTRAP, "target:9092",
+                MirrorInterceptor.SYNCS_TOPIC, "mm2-offset-syncs.target.internal", "mirrord.anything", "?")));
+    }
+
+    @Test
+    void aCleanFileHasNoProblems() {
+        assertEquals(List.of(), ClientConfigCheck.check("producer", Map.of(BOOTSTRAP, "a:9092,b:9092", "acks", "all",
+                "linger.ms", "5", "compression.type", "zstd", "security.protocol", "SASL_SSL", "sasl.mechanism",
+                "SCRAM-SHA-512", "sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                "key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer")));
+        assertEquals(List.of(), ClientConfigCheck.check("consumer", Map.of("group.id", "g", "isolation.level",
+                "read_committed", "auto.offset.reset", "earliest")));
+    }
+
+    @Test
+    void theConsumerIsCheckedAsAConsumer() {
+        assertEquals(List.of("auto.offset.reset\tInvalid value sometimes for configuration auto.offset.reset: "
+                                + "String must be one of: latest, earliest, none",
+                        "linger.ms\tnot a property of Kafka's Java consumer"),
+                ClientConfigCheck.check("consumer", Map.of(BOOTSTRAP, "source:9092", "auto.offset.reset", "sometimes",
+                        "linger.ms", "5")));
+    }
+
+    @Test
+    void anythingButProducerOrConsumerIsRefused() {
+        assertThrows(IllegalArgumentException.class, () -> ClientConfigCheck.check("admin", Map.of()));
+    }
+
+    @Test
+    void runReadsPropertiesPrintsOneLinePerProblemAndExitsOneIfAny() {
+        String file = "# target\nbootstrap.servers = x:1\nlingr.ms=5\nacks=most\nclient.id=caf\\u00e9\n";
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = ClientConfigCheck.run(new String[] {"producer"},
+                new ByteArrayInputStream(file.getBytes(StandardCharsets.ISO_8859_1)), print(out), print(new ByteArrayOutputStream()));
+        assertEquals(1, status);
+        assertEquals("acks\tInvalid value most for configuration acks: String must be one of: all, -1, 0, 1\n"
+                + "lingr.ms\tnot a property of Kafka's Java producer\n", out.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void runExitsZeroForACleanFileAndTwoForAUsageError() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(0, ClientConfigCheck.run(new String[] {"consumer"},
+                new ByteArrayInputStream("group.id=g\n".getBytes(StandardCharsets.ISO_8859_1)), print(out), print(err)));
+        assertEquals(2, ClientConfigCheck.run(new String[] {}, new ByteArrayInputStream(new byte[0]), print(out), print(err)));
+        assertEquals(2, ClientConfigCheck.run(new String[] {"broker"}, new ByteArrayInputStream(new byte[0]), print(out),
+                print(err)));
+        assertEquals("", out.toString(StandardCharsets.UTF_8));
+        assertFalse(err.toString(StandardCharsets.UTF_8).isEmpty());
+    }
+
+    @Test
+    void aProblemIsOneLineWhateverTheValueHolds() {
+        List<String> problems = ClientConfigCheck.check("producer", Map.of("linger.ms", "5\nsoon", "lin\tger", "1"));
+        assertEquals(List.of("lin\\tger\tnot a property of Kafka's Java producer",
+                "linger.ms\tInvalid value 5\\nsoon for configuration linger.ms: Not a number of type LONG"), problems);
+    }
+
+    private static PrintStream print(ByteArrayOutputStream bytes) {
+        return new PrintStream(bytes, true, StandardCharsets.UTF_8);
+    }
+}
