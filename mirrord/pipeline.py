@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +51,29 @@ def connector_jars() -> list[str]:
                                    f"{', '.join(map(str, candidates))} (a source tree needs `make jars`)")
 
 
+def check_java_client(cfg, kind: str) -> None:
+    """Let Kafka's own Java client judge a .properties file (`io.mirrord.ClientConfigCheck`), as it would
+    at start inside Spark, where an unknown key is only a warning: a typo is a config error here."""
+    import pyspark
+
+    slf4j = sorted((Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar"))
+    classpath = os.pathsep.join([*connector_jars(), *map(str, slf4j)])
+    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "java"
+    try:
+        with open(cfg.path, "rb") as properties:
+            done = subprocess.run([java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+                                   "io.mirrord.ClientConfigCheck", kind], stdin=properties, capture_output=True,
+                                  timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {exc}") from None
+    if done.returncode == 1:
+        key, _, reason = done.stdout.decode("utf-8", "replace").splitlines()[0].partition("\t")
+        raise cfg.error(key or None, reason)
+    if done.returncode != 0:
+        raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: "
+                           f"{done.stderr.decode('utf-8', 'replace').strip()[:300]}")
+
+
 def offset_syncs_topic(settings: Settings) -> str:
     """MirrorMaker 2's name for offset syncs kept on the target cluster (offset-syncs.topic.location=target)."""
     return f"mm2-offset-syncs.{settings.source_alias}.internal"
@@ -77,6 +101,8 @@ class Flow:
         translate.check_librdkafka(settings.producer, translate.admin_settings(settings.producer))
         translate.check_librdkafka(settings.consumer, translate.admin_settings(settings.consumer))
         source = translate.consumer_to_spark(settings.consumer)
+        check_java_client(settings.producer, "producer")
+        check_java_client(settings.consumer, "consumer")
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)
         sink.update({

@@ -106,3 +106,15 @@ def test_check_accepts_a_valid_configuration(files):
 def test_invalid_security_setting_of_the_source_is_a_config_error(files):
     (files / "consumer.properties").write_text("bootstrap.servers=127.0.0.1:9\ngroup.id=g\nsecurity.protocol=TLS\n")
     assert_config_error(run(*mm1_flags(), cwd=files), "consumer.properties: security.protocol:", "Invalid value")
+
+
+@pytest.mark.parametrize(("file", "line", "expected"), [
+    ("producer.properties", "lingr.ms=5", "producer.properties: lingr.ms: not a property of Kafka's Java producer"),
+    ("producer.properties", "acks=most", "producer.properties: acks: Invalid value most"),
+    ("consumer.properties", "fetch.max.bytes=lots", "consumer.properties: fetch.max.bytes: Invalid value lots"),
+])
+def test_kafkas_java_clients_judge_the_properties_files_before_spark_starts(files, file, line, expected):
+    """Spark's producer and consumer only warn about an unknown key; mirrord asks Kafka's own client classes."""
+    with open(files / file, "a") as f:
+        f.write(line + "\n")
+    assert_config_error(run(*mm1_flags(), "--check", cwd=files), expected)
