@@ -135,7 +135,7 @@ KEYS: dict[str, Key] = {
     "producer.config": Key(_text, "producer.properties", "target cluster, Java producer properties"),
     "whitelist": Key(_whitelist, None, "topics to mirror: a regex matched against the whole name"),
     "num.streams": Key(_positive_int, "1", "parallel Spark tasks (local[N]), as MirrorMaker 1's streams"),
-    "offset.commit.interval.ms": Key(_positive_int, "1000", "micro-batch interval; each batch ends in a commit"),
+    "offset.commit.interval.ms": Key(_positive_int, "250", "micro-batch interval; each batch ends in a commit"),
     "abort.on.send.failure": Key(_boolean, "true", "exit on a failed send (else retry the batch in-process)"),
     "state.dir": Key(_text, "/var/lib/mirrord", "checkpoint and state root"),
     "metrics.listen": Key(_listen, "", "Prometheus endpoint HOST:PORT; empty disables it"),
@@ -144,7 +144,7 @@ KEYS: dict[str, Key] = {
     "target.alias": Key(_flow, "target", "name of the target cluster (cycle detection)"),
     "replication.policy.separator": Key(_text, ".", "separator of the prefix policy"),
     "spark.master": Key(_optional_text, "", "Spark master URL; empty means local[num.streams]"),
-    "max.offsets.per.trigger": Key(_optional_positive_int, "500000", "records per micro-batch at most"),
+    "max.offsets.per.trigger": Key(_optional_positive_int, "2000000", "records per micro-batch at most"),
     "sync.topic.configs.enabled": Key(_boolean, "true", "create target topics with the source topic's own "
                                       "configs (retention.ms, cleanup.policy, ...), as MirrorMaker 2"),
     "sync.topic.configs.interval.seconds": Key(_positive_int, "600", "how often target topics get the configs "

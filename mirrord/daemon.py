@@ -15,6 +15,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 from mirrord import admin, checkpoints, translate
 from mirrord.config import Settings
@@ -23,10 +24,11 @@ from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
 from mirrord.offsets import OffsetSyncStore, deleted_before_read, parse_source_offsets
 from mirrord.pipeline import (
-    BatchResult,
     Flow,
     Pipeline,
+    TargetTopics,
     add_progress_listener,
+    failure,
     has_checkpoint,
     jvm_totals,
     spark_session,
@@ -38,6 +40,7 @@ STATUS_EVERY = 10.0
 LAG_EVERY = 5.0
 STOP_GRACE = 30.0
 RESTART_BACKOFF = 5.0
+TOPICS_EVERY = 1.0  # new source topics get their target copy within this (their records wait in the producer)
 
 
 class Daemon:
@@ -53,7 +56,7 @@ class Daemon:
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
-        self._log_start: dict[int, dict[tuple[str, int], int]] = {}  # batch id → source log start before it
+        self._log_starts: list[tuple[float, dict[tuple[str, int], int]]] = []  # (time, the source's log starts)
         self._stop = threading.Event()
         self._reload = threading.Event()
         self._mirrored = 0
@@ -79,6 +82,8 @@ class Daemon:
         add_progress_listener(self.spark, self._on_progress)
         self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
+        threading.Thread(target=self._periodically, name="topics", daemon=True, args=(
+            lambda s: True, lambda s: TOPICS_EVERY, "topics", "create target topics", self._target_topics)).start()
         threading.Thread(target=self._periodically, name="configs", daemon=True, args=(
             lambda s: s.sync_topic_configs, lambda s: s.sync_topic_configs_interval, "config", "sync topic configs",
             lambda topics: admin.sync_topic_configs(self.source, self.target, topics, self.flow.policy))).start()
@@ -112,7 +117,9 @@ class Daemon:
             self.syncs = OffsetSyncStore()
 
     def _start_query(self) -> None:
-        pipeline = Pipeline(self.spark, self.flow, self.source, self.target, self._on_batch)
+        pipeline = Pipeline(self.spark, self.flow)
+        self.topics = TargetTopics(self.flow, self.source, self.target)
+        self._target_topics(self.source.partitions(self.flow.pattern))
         if has_checkpoint(self.settings):
             starting = "earliest"  # ignored by Spark: the checkpoint decides
         else:
@@ -159,14 +166,15 @@ class Daemon:
             if self._reload.is_set():
                 self._reload.clear()
                 self._do_reload()
-            failure = self._query_failure()
-            if failure is not None:
-                self.metrics.error("delivery" if "DeliveryError" in failure else "query")
+            failed = self._query_failure()
+            if failed is not None:
+                kind, why = failed
+                self.metrics.error(kind)
                 self.metrics.up.labels(self.settings.flow).set(0)
-                if self.settings.abort_on_send_failure or "DeliveryError" not in failure:
-                    raise MirrordError(f"streaming query failed: {failure}")
+                if self.settings.abort_on_send_failure or kind != "delivery":
+                    raise MirrordError(f"streaming query failed: {why}")
                 log.error("batch failed, retrying from the last committed batch in %.0fs: %s",
-                          RESTART_BACKOFF, failure)
+                          RESTART_BACKOFF, why)
                 if self._stop.wait(RESTART_BACKOFF):
                     continue
                 self._start_query()
@@ -190,13 +198,14 @@ class Daemon:
             self.notifier.watchdog()
             self._next_ping = now + interval
 
-    def _query_failure(self) -> str | None:
-        if self.query is None or self.query.isActive:
+    def _query_failure(self) -> tuple[str, str] | None:
+        if self.query is None:
             return None
-        exc = self.query.exception()
-        if exc is None:
-            return "query stopped"
-        return _one_line(str(exc))
+        try:
+            return failure(self.query)
+        except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the watchdog decides
+            log.debug("cannot ask the query how it is: %s", exc)
+            return None
 
     def _healthy(self, now: float) -> bool:
         """Alive (the JVM answers) and not stuck in one batch for longer than stall.timeout.ms."""
@@ -250,13 +259,15 @@ class Daemon:
         return 0
 
     # -- batches (Spark callback thread) ---------------------------------------------------
-    def _on_batch(self, result: BatchResult) -> None:
-        """A batch was written and acknowledged (foreachBatch, on the driver); Spark commits it next."""
-        self.metrics.batch_duration.labels(self.settings.flow).observe(result.duration)
+    def _target_topics(self, topics: dict[str, int]) -> int:
+        """Every source topic has its copy in the target; and the source's log start offsets, kept a
+        minute, so each batch can tell what was deleted before it could read it."""
+        self.topics.ensure(topics)
+        starts = self.source.log_start_offsets((t, p) for t, n in topics.items() for p in range(n))
         with self._lock:
-            self._log_start[result.batch_id] = result.log_start
-            for old in sorted(self._log_start)[:-16]:  # progress events of a stopped query never come
-                del self._log_start[old]
+            self._log_starts.append((time.time(), starts))
+            del self._log_starts[:-60]
+        return 0
 
     def _commit(self, positions: dict[tuple[str, int], int], forward_only: bool = True) -> None:
         """Set the mirrored positions and commit them to the consumer's group on the source. What a batch
@@ -285,15 +296,18 @@ class Daemon:
                 return
             source = progress.sources[0]
             start, end = parse_source_offsets(source.startOffset), parse_source_offsets(source.endOffset)
+            began = _epoch(progress.timestamp)
             with self._lock:
-                log_start = self._log_start.pop(progress.batchId, None)
+                before = [starts for taken, starts in self._log_starts if taken < began]
                 if progress.numInputRows:
                     self._mirrored += progress.numInputRows
                     self._batches += 1
-            if log_start is not None:
-                self._report_deleted(deleted_before_read(start, end, {}, log_start))
+            if before:  # what lay below the log start before the batch began was never there to read
+                self._report_deleted(deleted_before_read(start, end, {}, before[-1]))
             self._commit(end, forward_only=False)
-            if log_start is not None:
+            if progress.numInputRows:
+                duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
+                self.metrics.batch_duration.labels(self.settings.flow).observe(duration)
                 self.metrics.last_commit.labels(self.settings.flow).set(time.time())
         except Exception as exc:  # noqa: BLE001 - a listener error must not stop Spark's event bus
             self.metrics.error("progress")
@@ -380,6 +394,11 @@ class Daemon:
         topics = "?" if self._topics is None else self._topics
         lost = f", {self._lost} records lost (deleted before read)" if self._lost else ""
         return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
+
+
+def _epoch(timestamp: str) -> float:
+    """Spark's progress timestamp (ISO 8601, UTC, e.g. 2026-11-22T00:42:18.123Z) as Unix seconds."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def _wait_jvm_exit(timeout: float = 30.0) -> None:

@@ -31,7 +31,3 @@ class ClusterUnavailable(MirrordError):
     """A cluster did not answer at start; a restart later may succeed."""
 
     exit_status = EX_UNAVAILABLE
-
-
-class DeliveryError(MirrordError):
-    """The target cluster refused or timed out records; the batch is not committed."""

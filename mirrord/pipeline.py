@@ -2,12 +2,13 @@
 
 Records never enter Python (DESIGN decision 10). Spark's Kafka source (`subscribePattern`, so topics
 and partitions that appear later are picked up without a restart) → one `select` → Spark's own Kafka
-sink. The select names the target topic (replication policy), keeps key, value, headers and partition,
-and wraps the key in an envelope (`mirrord_envelope`, a Java UDF) with the source timestamp and offset;
-mirrord's producer interceptor (jvm/, `io.mirrord.MirrorInterceptor`) unwraps it before the record is
-sent, restores the timestamp and writes the offset syncs. Each micro-batch (`foreachBatch`, on the
-driver) first creates missing target topics, then writes with `df.write.format("kafka")`. Spark commits
-the batch to its checkpoint only after every record was acknowledged: at-least-once.
+sink, all in the JVM. The select names the target topic (replication policy), keeps key, value,
+headers and partition, and wraps the key in an envelope (`mirrord_envelope`, a Java UDF) with the
+source timestamp and offset; mirrord's producer interceptor (jvm/, `io.mirrord.MirrorInterceptor`)
+unwraps it before the record is sent, restores the timestamp and writes the offset syncs. Spark
+commits each micro-batch to its checkpoint only after every record was acknowledged: at-least-once.
+Target topics are created by the daemon as source topics appear (`TargetTopics`); a record for a
+topic not there yet waits in the producer (`max.block.ms`) until it is.
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mirrord import admin, translate
 from mirrord.config import Settings
-from mirrord.errors import ConfigError, DeliveryError, MirrordError
+from mirrord.errors import ConfigError, MirrordError
 from mirrord.policy import Policy, make_policy, subscribe_pattern
 
 log = logging.getLogger(__name__)
@@ -113,13 +113,6 @@ class Flow:
         return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, sink)
 
 
-@dataclass(frozen=True)
-class BatchResult:
-    batch_id: int
-    duration: float
-    log_start: dict[tuple[str, int], int]  # the source's log start offsets before the batch read anything
-
-
 def has_checkpoint(settings: Settings) -> bool:
     offsets = settings.checkpoint_dir / "offsets"
     return offsets.is_dir() and any(offsets.iterdir())
@@ -185,40 +178,29 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def java_cause(exc: BaseException) -> str:
-    """The root cause of a py4j error, one line: what Kafka or Spark said, not the call that failed."""
-    java = getattr(exc, "java_exception", None)
-    if java is None:
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    try:
-        while java.getCause() is not None and java.getCause() != java:
-            java = java.getCause()
-        return str(java.toString()).splitlines()[0]
-    except Exception:  # noqa: BLE001 - the JVM is gone: say what Python saw
-        return str(exc).strip().splitlines()[0]
+class TargetTopics:
+    """Creates each source topic's copy in the target (same partition count; with topic config sync, the
+    source topic's own configs) before its records can be written, and adds partitions as the source
+    grows. The target is asked only about topics not yet seen."""
 
-
-class Pipeline:
-    def __init__(self, spark, flow: Flow, source: admin.Cluster, target: admin.Cluster,
-                 on_batch: Callable[[BatchResult], None]):
-        self.spark = spark
+    def __init__(self, flow: Flow, source: admin.Cluster, target: admin.Cluster):
         self.flow = flow
         self.source = source
         self.target = target
-        self.on_batch = on_batch
-        self._ready_topics: dict[str, int] = {}  # source topic → partitions known to exist in the target
+        self._ready: dict[str, int] = {}  # source topic → partitions known to exist in the target
 
-    def _ensure_target_topics(self) -> dict[str, int]:
-        """Before a batch is written: every source topic it may contain exists in the target, with
-        as many partitions. The target is asked only about topics not yet seen, so a target outage
-        stalls the batch in the producer (which retries) instead of failing it here."""
-        wanted = self.source.partitions(self.flow.pattern)
-        new = {t: n for t, n in wanted.items() if self._ready_topics.get(t, 0) < n}
+    def ensure(self, wanted: dict[str, int]) -> None:
+        new = {t: n for t, n in wanted.items() if self._ready.get(t, 0) < n}
         if new:
             admin.ensure_topics(new, self.target, self.flow.policy,
                                 self.source if self.flow.settings.sync_topic_configs else None)
-            self._ready_topics.update(new)
-        return wanted
+            self._ready.update(new)
+
+
+class Pipeline:
+    def __init__(self, spark, flow: Flow):
+        self.spark = spark
+        self.flow = flow
 
     def records(self):
         """The source, as the sink takes it: topic, key (in its envelope), value, headers, partition."""
@@ -240,29 +222,32 @@ class Pipeline:
     def start(self, starting: str):
         s = self.flow.settings
         reader, columns = self.records()
-        records = reader.option("startingOffsets", starting).load().selectExpr(*columns)
-        sink = self.flow.sink_options
-
-        def write_batch(df, batch_id: int) -> None:
-            started = time.monotonic()
-            topics = self._ensure_target_topics()
-            log_start = self.source.log_start_offsets((t, p) for t, n in topics.items() for p in range(n))
-            planned = time.monotonic()
-            try:
-                df.write.format("kafka").options(**sink).save()
-            except Exception as exc:  # noqa: BLE001 - py4j carries the sink's failure; the batch is not committed
-                raise DeliveryError(f"batch {batch_id} not acknowledged by the target: {java_cause(exc)}") from None
-            written = time.monotonic()
-            self.on_batch(BatchResult(batch_id, written - started, log_start))
-            log.debug("batch %d: target topics and log start %.3fs, write %.3fs", batch_id,
-                      planned - started, written - planned)
-
-        return (records.writeStream
+        return (reader.option("startingOffsets", starting).load().selectExpr(*columns)
+                .writeStream.format("kafka")
                 .queryName(f"mirrord-{s.flow}")
-                .foreachBatch(write_batch)
+                .options(**self.flow.sink_options)
                 .option("checkpointLocation", str(s.checkpoint_dir))
                 .trigger(processingTime=f"{s.batch_interval_ms} milliseconds")
                 .start())
+
+
+def failure(query) -> tuple[str, str] | None:
+    """Why a stopped query stopped, as (kind, one line): kind "delivery" when the root cause is Kafka's
+    client (the target refused or timed out records), else "query"; None while it runs."""
+    if query.isActive:
+        return None
+    java = query._jsq.exception()
+    if java.isEmpty():
+        return "query", "query stopped"
+    cause = java.get()
+    kind = "query"
+    while cause is not None:
+        if str(cause.getClass().getName()).startswith("org.apache.kafka."):
+            kind = "delivery"
+        root, cause = cause, cause.getCause()
+        if cause is not None and cause.equals(root):
+            break
+    return kind, str(root.toString()).splitlines()[0][:500]
 
 
 def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:

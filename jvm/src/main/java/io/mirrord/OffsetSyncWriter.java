@@ -66,17 +66,34 @@ final class OffsetSyncWriter implements AutoCloseable {
         }
     }
 
+    /** The rules' state of {@code source}, made on first use; callers keep it to skip the lookup per record. */
+    synchronized PartitionState state(TopicPartition source) {
+        return states.computeIfAbsent(source, s -> new PartitionState(s, offsetLagMax));
+    }
+
     /** The record at {@code upstream} in {@code source} was written at {@code downstream} in the target. */
-    synchronized void acked(TopicPartition source, long upstream, long downstream) {
-        PartitionState state = states.computeIfAbsent(source, s -> new PartitionState(s, offsetLagMax));
-        for (Sync sync : state.update(upstream, downstream)) {
-            enqueue(sync);
+    void acked(TopicPartition source, long upstream, long downstream) {
+        acked(state(source), upstream, downstream);
+    }
+
+    synchronized void acked(PartitionState state, long upstream, long downstream) {
+        Sync first = state.update(upstream, downstream);
+        if (first != null) {
+            enqueue(first);
+            Sync second = state.takeEmitted();
+            if (second != null) {
+                enqueue(second);
+            }
         }
     }
 
     /** Forgets {@code source}'s run and drops its delayed sync: its next record starts afresh. */
-    synchronized void reset(TopicPartition source) {
-        states.remove(source);
+    void reset(TopicPartition source) {
+        reset(state(source));
+    }
+
+    synchronized void reset(PartitionState state) {
+        state.reset();
     }
 
     /** Emits every delayed sync. */
@@ -239,7 +256,8 @@ final class OffsetSyncWriter implements AutoCloseable {
         }
     }
 
-    /** The rules for one source partition; no I/O, no locking (the writer locks). */
+    /** The rules for one source partition; no I/O, no locking (the writer locks). No allocation per record
+     * but for the syncs it emits: it runs once per acknowledged record, on the producer's I/O thread. */
     static final class PartitionState {
         private final TopicPartition source;
         private final long offsetLagMax;
@@ -248,47 +266,63 @@ final class OffsetSyncWriter implements AutoCloseable {
         private long previousDownstream;
         private long runStart;
         private long lastSyncedDownstream;
-        private Sync pending;
+        private boolean pending;  // the previous record is a delayed sync
+        private Sync second;  // a second sync emitted by the last update, for takeEmitted()
 
         PartitionState(TopicPartition source, long offsetLagMax) {
             this.source = source;
             this.offsetLagMax = offsetLagMax;
         }
 
-        /** The syncs to emit now, oldest first, for a record acknowledged at ({@code upstream}, {@code downstream}). */
-        List<Sync> update(long upstream, long downstream) {
-            List<Sync> emit = List.of();
+        /** The first sync to emit now, or null; a second one, if any, from {@link #takeEmitted()}. */
+        Sync update(long upstream, long downstream) {
+            Sync first = null;
+            second = null;
             if (!started || upstream != previousUpstream + 1 || downstream != previousDownstream + 1) {
-                emit = new ArrayList<>(2);
-                if (pending != null) {
-                    emit.add(pending);  // the end of the previous run
-                    pending = null;
+                Sync now = new Sync(source, upstream, downstream, upstream);
+                if (pending) {
+                    first = new Sync(source, previousUpstream, previousDownstream, runStart);  // the previous run's end
+                    second = now;
+                } else {
+                    first = now;
                 }
+                pending = false;
                 runStart = upstream;
-                emit.add(new Sync(source, upstream, downstream, runStart));
                 started = true;
             } else if (downstream - (lastSyncedDownstream + 1) >= offsetLagMax) {
-                pending = null;
-                emit = List.of(new Sync(source, upstream, downstream, runStart));
+                pending = false;
+                first = new Sync(source, upstream, downstream, runStart);
             } else {
-                pending = new Sync(source, upstream, downstream, runStart);
+                pending = true;
             }
             previousUpstream = upstream;
             previousDownstream = downstream;
-            if (!emit.isEmpty()) {
-                lastSyncedDownstream = emit.get(emit.size() - 1).downstream();
+            if (first != null) {
+                lastSyncedDownstream = downstream;
             }
-            return emit;
+            return first;
+        }
+
+        Sync takeEmitted() {
+            Sync sync = second;
+            second = null;
+            return sync;
         }
 
         /** The delayed sync, now emitted, or null. */
         Sync takePending() {
-            Sync sync = pending;
-            if (sync != null) {
-                lastSyncedDownstream = sync.downstream();
-                pending = null;
+            if (!pending) {
+                return null;
             }
-            return sync;
+            pending = false;
+            lastSyncedDownstream = previousDownstream;
+            return new Sync(source, previousUpstream, previousDownstream, runStart);
+        }
+
+        void reset() {
+            started = false;
+            pending = false;
+            second = null;
         }
     }
 }

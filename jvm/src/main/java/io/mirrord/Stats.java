@@ -145,12 +145,13 @@ public final class Stats {
         }
     }
 
-    private static final class Topic {
+    /** One topic's counters; the interceptor keeps a reference per partition instead of a lookup per record. */
+    static final class Topic {
         final LongAdder records = new LongAdder();
         final LongAdder bytes = new LongAdder();
     }
 
-    private Topic topic(String name) {
+    Topic topic(String name) {
         Topic t = topics.get(name);
         return t != null ? t : topics.computeIfAbsent(name, n -> new Topic());
     }

@@ -223,7 +223,7 @@ class MirrorInterceptorTest {
                 "value.serializer", ByteArraySerializer.class.getName(),
                 "acks", "all",
                 "enable.idempotence", "true",
-                "linger.ms", "0"), syncProducerConfig);
+                "linger.ms", "200", "batch.size", "65536"), syncProducerConfig);
     }
 
     @Test
