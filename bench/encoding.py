@@ -1,0 +1,90 @@
+"""What fidelity costs on Spark's own Kafka sink, measured without the daemon around it.
+
+`python -m bench.encoding [--reps 2] [--records 3000000]` starts a broker pair, loads a 12-partition topic
+with 100 B records and copies it with a bare Spark query (`local[2]`) three ways, interleaved per rep:
+`plain` (Spark's sink, no fidelity), `envelope` (mirrord's key envelope UDF and interceptor, timestamps
+kept) and `syncs` (the same writing offset syncs). It prints records/s from the first record seen on the
+target to the last. docs/decisions.md section 2 quotes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.harness.kafka import run_class, start_pair
+from tests.harness.records import count, create_topic, wait_until
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = r'''
+import glob, os, sys
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+from pyspark.sql import SparkSession
+from pyspark.sql.types import BinaryType
+mode, source, target, topic, out, checkpoint, jars = sys.argv[1:]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))).getOrCreate())
+spark.sparkContext.setLogLevel("WARN")
+spark.udf.registerJavaFunction("mirrord_envelope", "io.mirrord.EnvelopeUdf", BinaryType())
+key = "key" if mode == "plain" else "mirrord_envelope(key, unix_millis(timestamp), offset, timestampType) AS key"
+writer = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source).option("subscribe", topic)
+          .option("startingOffsets", "earliest").option("includeHeaders", "true").load()
+          .selectExpr(f"'{out}' AS topic", key, "value", "headers", "partition")
+          .writeStream.format("kafka").option("kafka.bootstrap.servers", target)
+          .option("checkpointLocation", checkpoint))
+for k, v in {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "262144"}.items():
+    writer = writer.option("kafka." + k, v)
+if mode != "plain":
+    writer = writer.option("kafka.interceptor.classes", "io.mirrord.MirrorInterceptor")
+if mode == "syncs":
+    writer = writer.option("kafka.mirrord.offset.syncs.topic", "syncs")
+writer.start().awaitTermination()
+'''
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.encoding")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--records", type=int, default=3_000_000)
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-encoding-"))
+    (work / "query.py").write_text(QUERY)
+    source, target = start_pair(work / "kafka")
+    try:
+        create_topic(source.bootstrap, "load", 12)
+        create_topic(target.bootstrap, "syncs", 1, config={"cleanup.policy": "compact"})
+        run_class("org.apache.kafka.tools.ProducerPerformance", "--topic", "load", "--num-records", str(a.records),
+                  "--record-size", "100", "--throughput", "-1", "--command-property",
+                  f"bootstrap.servers={source.bootstrap}", "--command-property", "linger.ms=5",
+                  "--command-property", "batch.size=262144", timeout=600)
+        for rep in range(a.reps):
+            for mode in ("plain", "envelope", "syncs"):
+                out = f"out-{mode}-{rep}"
+                create_topic(target.bootstrap, out, 12)
+                proc = subprocess.Popen(
+                    [sys.executable, str(work / "query.py"), mode, source.bootstrap, target.bootstrap, "load", out,
+                     str(work / f"checkpoint-{out}"), str(ROOT / ".cache" / "jars" / "spark")],
+                    stdout=open(work / f"{out}.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+                try:
+                    wait_until(lambda out=out: count(target.bootstrap, out) > 0, 180, "the first record", interval=0.05)
+                    began = time.monotonic()
+                    wait_until(lambda out=out: count(target.bootstrap, out) >= a.records, 600, "the copy",
+                               interval=0.2)
+                    print(f"rep {rep + 1} {mode:9} {a.records / (time.monotonic() - began):>10,.0f} records/s",
+                          flush=True)
+                finally:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+    finally:
+        source.destroy()
+        target.destroy()
+
+
+if __name__ == "__main__":
+    main()
