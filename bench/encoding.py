@@ -59,10 +59,11 @@ def main() -> None:
     try:
         create_topic(source.bootstrap, "load", 12)
         create_topic(target.bootstrap, "syncs", 1, config={"cleanup.policy": "compact"})
-        run_class("org.apache.kafka.tools.ProducerPerformance", "--topic", "load", "--num-records", str(a.records),
-                  "--record-size", "100", "--throughput", "-1", "--command-property",
-                  f"bootstrap.servers={source.bootstrap}", "--command-property", "linger.ms=5",
-                  "--command-property", "batch.size=262144", timeout=600)
+        loaded = run_class("org.apache.kafka.tools.ProducerPerformance", "--topic", "load", "--num-records",
+                           str(a.records), "--record-size", "100", "--throughput", "-1", "--producer-props",
+                           f"bootstrap.servers={source.bootstrap}", "linger.ms=5", "batch.size=262144", timeout=600)
+        if loaded.returncode != 0 or count(source.bootstrap, "load") < a.records:
+            raise SystemExit(f"loading the source failed: {loaded.stderr[-2000:] or loaded.stdout[-2000:]}")
         for rep in range(a.reps):
             for mode in ("plain", "envelope", "syncs"):
                 out = f"out-{mode}-{rep}"
