@@ -297,8 +297,6 @@ class OffsetSyncsReader:
                                    f"{self.position} of {end} after {timeout:.0f}s")
             for msg in self._consumer.consume(10_000, timeout=1.0):
                 if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        continue
                     raise MirrordError(f"reading {self.topic}: {msg.error().str()}")
                 self.position = msg.offset() + 1
                 try:

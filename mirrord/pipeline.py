@@ -202,27 +202,26 @@ class Pipeline:
         self.spark = spark
         self.flow = flow
 
-    def records(self):
-        """The source, as the sink takes it: topic, key (in its envelope), value, headers, partition."""
+    def records(self, starting: str):
+        """The source as the sink takes it: topic, key (in its envelope), value, headers, partition."""
         s = self.flow.settings
         reader = (self.spark.readStream.format("kafka")
                   .options(**self.flow.source_options.spark_options)
                   .option("subscribePattern", self.flow.pattern)
                   .option("includeHeaders", "true")
-                  .option("failOnDataLoss", "false"))
+                  .option("failOnDataLoss", "false")
+                  .option("startingOffsets", starting))
         if s.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
         prefix = self.flow.policy.target_prefix
-        return reader, [
+        return reader.load().selectExpr(
             f"concat({_sql_string(prefix)}, topic) AS topic" if prefix else "topic",
             f"{ENVELOPE_UDF[0]}(key, unix_millis(timestamp), offset, timestampType) AS key",
-            "value", "headers", "partition",
-        ]
+            "value", "headers", "partition")
 
     def start(self, starting: str):
         s = self.flow.settings
-        reader, columns = self.records()
-        return (reader.option("startingOffsets", starting).load().selectExpr(*columns)
+        return (self.records(starting)
                 .writeStream.format("kafka")
                 .queryName(f"mirrord-{s.flow}")
                 .options(**self.flow.sink_options)

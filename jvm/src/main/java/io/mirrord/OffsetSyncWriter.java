@@ -87,11 +87,7 @@ final class OffsetSyncWriter implements AutoCloseable {
         }
     }
 
-    /** Forgets {@code source}'s run and drops its delayed sync: its next record starts afresh. */
-    void reset(TopicPartition source) {
-        reset(state(source));
-    }
-
+    /** Forgets a partition's run and drops its delayed sync: its next record starts afresh. */
     synchronized void reset(PartitionState state) {
         state.reset();
     }

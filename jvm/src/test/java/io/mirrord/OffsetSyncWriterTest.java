@@ -153,7 +153,7 @@ class OffsetSyncWriterTest {
     void resetDropsThePendingSyncAndTheNextRecordStartsAfresh() {
         OffsetSyncWriter writer = writer(100);
         ackRun(writer, ORDERS, 0, 0, 3);
-        writer.reset(ORDERS);
+        writer.reset(writer.state(ORDERS));
         writer.flushPending();
         writer.acked(ORDERS, 3, 3);  // contiguous, but the run was forgotten
         assertEquals(List.of("orders:3 0→0 run 0", "orders:3 3→3 run 3"), written(writer, producer));
