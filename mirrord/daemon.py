@@ -34,6 +34,7 @@ from mirrord.pipeline import (
     spark_session,
     starting_offsets,
 )
+from mirrord.scheduler import Job, Scheduler
 
 log = logging.getLogger("mirrord")
 STATUS_EVERY = 10.0
@@ -82,14 +83,14 @@ class Daemon:
         add_progress_listener(self.spark, self._on_progress)
         self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
-        threading.Thread(target=self._periodically, name="topics", daemon=True, args=(
-            lambda s: True, lambda s: TOPICS_EVERY, "topics", "create target topics", self._target_topics)).start()
-        threading.Thread(target=self._periodically, name="configs", daemon=True, args=(
-            lambda s: s.sync_topic_configs, lambda s: s.sync_topic_configs_interval, "config", "sync topic configs",
-            lambda topics: admin.sync_topic_configs(self.source, self.target, topics, self.flow.policy))).start()
-        threading.Thread(target=self._periodically, name="groups", daemon=True, args=(
-            lambda s: s.sync_group_offsets, lambda s: s.sync_group_offsets_interval, "groups",
-            "translate consumer group offsets", self._sync_groups)).start()
+        jobs = Scheduler(self._stop, self.metrics)
+        jobs.start(Job("topics", lambda: TOPICS_EVERY, lambda: self._target_topics(self._mirrored_topics())))
+        jobs.start(Job("configs", lambda: self.settings.sync_topic_configs_interval,
+                       lambda: admin.sync_topic_configs(self.source, self.target, self._mirrored_topics(),
+                                                        self.flow.policy),
+                       lambda: self.settings.sync_topic_configs))
+        jobs.start(Job("groups", lambda: self.settings.sync_group_offsets_interval, self._sync_groups,
+                       lambda: self.settings.sync_group_offsets))
         self.notifier.ready(self._status_line())
         log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
                  s.whitelist, s.spark_master)
@@ -322,27 +323,15 @@ class Daemon:
                       "delete-records) before mirrord read them; they are not in the target",
                       topic, partition, stop - begin, begin, stop - 1)
 
-    def _periodically(self, enabled: Callable[[Settings], bool], interval: Callable[[Settings], float], kind: str,
-                      what: str, work: Callable[[dict[str, int]], int]) -> None:
-        """`work(mirrored topics)` every interval while enabled (both read from the current settings, so a
-        reload applies); it returns how many items failed, counted as `kind` errors."""
-        while not self._stop.wait(interval(self.settings)):
-            if not enabled(self.settings):
-                continue
-            try:
-                failed = work(self.source.partitions(self.flow.pattern))
-            except Exception as exc:  # noqa: BLE001 - a cluster that does not answer: again at the next interval
-                failed = 1
-                log.warning("cannot %s: %s", what, exc)
-            if failed:
-                self.metrics.errors.labels(self.settings.flow, kind).inc(failed)
+    def _mirrored_topics(self) -> dict[str, int]:
+        return self.source.partitions(self.flow.pattern)
 
-    def _sync_groups(self, topics: dict[str, int]) -> int:
+    def _sync_groups(self) -> int:
         """Source groups' offsets, translated, into the target's groups (sync.group.offsets.enabled)."""
         s = self.settings
         self._read_syncs()
-        checkpoints.sync_group_offsets(self.source, self.target, topics, self.syncs, self._syncs_lock,
-                                       self.flow.policy, s.groups, s.groups_exclude, s.group_id)
+        checkpoints.sync_group_offsets(self.source, self.target, self._mirrored_topics(), self.syncs,
+                                       self._syncs_lock, self.flow.policy, s.groups, s.groups_exclude, s.group_id)
         return 0
 
     def _read_syncs(self) -> None:

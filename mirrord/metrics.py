@@ -71,6 +71,9 @@ class Metrics:
         self.batch_duration = Histogram("mirrord_batch_duration_seconds", "Duration of a mirrored micro-batch",
                                         ["flow"], registry=r,
                                         buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+        self.job_duration = Histogram("mirrord_job_duration_seconds", "Duration of a periodic job's run",
+                                      ["flow", "job"], registry=r,
+                                      buckets=(0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120))
         self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records) before "
                             "mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
@@ -82,7 +85,7 @@ class Metrics:
         self.up.labels(flow).set(0)
         self.lag.labels(flow).set(0)
         self.last_commit.labels(flow)
-        for kind in ("delivery", "query", "commit", "lag", "progress", "config", "groups"):
+        for kind in ("delivery", "query", "commit", "lag", "progress"):
             self.errors.labels(flow, kind)
 
     def set_totals(self, topics: dict[str, dict], latency: dict) -> None:
