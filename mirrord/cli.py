@@ -78,8 +78,9 @@ def _setup_logging(level: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Stopped before the daemon has started anything: nothing to finish, a clean exit.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Stopped before the daemon has started anything: nothing to finish, a clean exit (Ctrl-C too).
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: sys.exit(0))
     args = parser().parse_args(argv)
     _setup_logging(args.log_level)
     try:
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     except MirrordError as exc:
         sys.stderr.write(f"mirrord: {exc}\n")
         return exc.exit_status
+    except KeyboardInterrupt:  # pyspark's own SIGINT handler, for the moment before the daemon takes it back
+        return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, then the details
         sys.stderr.write(f"mirrord: internal error: {type(exc).__name__}: {exc}\n")
         logging.getLogger("mirrord").debug("details", exc_info=True)

@@ -337,3 +337,28 @@ def load(
         spark_conf=spark_conf,
         config_file=config_file,
     )
+
+
+def fixed_changes(running: Settings, new: Settings) -> list[str]:
+    """The settings a reload wants to change that cannot change while mirrord runs: the flow's identity
+    and state (a new checkpoint or group would copy everything again), its clusters, the replication
+    policy (other target topics) and Spark's own settings (a new JVM)."""
+    def where(cfg: ClientConfig, key: str) -> str:
+        return f"{key} ({cfg.path.name})"
+
+    checks = [
+        ("flow", running.flow, new.flow),
+        ("state.dir", running.state_root, new.state_root),
+        (where(new.consumer, "group.id"), running.group_id, new.group_id),
+        (where(new.consumer, "bootstrap.servers"), running.consumer.properties.get("bootstrap.servers"),
+         new.consumer.properties.get("bootstrap.servers")),
+        (where(new.producer, "bootstrap.servers"), running.producer.properties.get("bootstrap.servers"),
+         new.producer.properties.get("bootstrap.servers")),
+        ("replication.policy", running.replication_policy, new.replication_policy),
+        ("source.alias", running.source_alias, new.source_alias),
+        ("target.alias", running.target_alias, new.target_alias),
+        ("replication.policy.separator", running.separator, new.separator),
+        ("spark.master", running.spark_master, new.spark_master),
+        (f"[{SPARK_SECTION}]", dict(running.spark_conf), dict(new.spark_conf)),
+    ]
+    return [name for name, before, after in checks if before != after]

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from datetime import datetime
 
 from mirrord import admin, checkpoints, translate
-from mirrord.config import Settings
-from mirrord.errors import MirrordError
+from mirrord.config import Settings, fixed_changes
+from mirrord.errors import ConfigError, MirrordError
+from mirrord.health import ClusterWatch
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
 from mirrord.offsets import OffsetSyncStore, deleted_before_read, parse_source_offsets
@@ -33,14 +34,17 @@ from mirrord.pipeline import (
     jvm_totals,
     spark_session,
     starting_offsets,
+    stop_between_batches,
 )
 from mirrord.scheduler import Job, Scheduler
 
 log = logging.getLogger("mirrord")
 STATUS_EVERY = 10.0
 LAG_EVERY = 5.0
-STOP_GRACE = 30.0
+STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 RESTART_BACKOFF = 5.0
+START_ATTEMPTS = 5  # failed starts while both clusters answer before mirrord gives up (and systemd restarts it)
+OUTAGE_MEMORY = 600.0  # a query that fails within this of an outage failed because of it
 TOPICS_EVERY = 1.0  # new source topics get their target copy within this (their records wait in the producer)
 
 
@@ -66,34 +70,43 @@ class Daemon:
         self._trigger_since: float | None = None
         self._stall_reported = False
         self._next_ping = 0.0
+        self._ready_sent = False
+        self._retry_at = 0.0
+        self._start_failures = 0
         self._lag_total: int | None = None
         self._topics: int | None = None
         self.query = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def run(self) -> int:
-        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
-        signal.signal(signal.SIGINT, lambda *_: self._stop.set())
+    def _take_signals(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self._stop.set())
         signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
+
+    def run(self) -> int:
+        self._take_signals()
         s = self.settings
         self.metrics.serve(s.metrics_listen, str(s.config_file or "command line"))
         self._enter_work_dir()
-        self._connect()
+        self.source = admin.Cluster("source", translate.admin_settings(s.consumer))
+        self.target = admin.Cluster("target", translate.admin_settings(s.producer))
+        self.clusters = ClusterWatch([self.source, self.target], self.metrics, self._stop)
+        self.clusters.start()
+        log.info("starting Spark (%s)", s.spark_master)
         self.spark = spark_session(s)
+        self._take_signals()  # again: pyspark's SparkContext makes SIGINT cancel every job and raise
         add_progress_listener(self.spark, self._on_progress)
-        self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
         jobs = Scheduler(self._stop, self.metrics)
-        jobs.start(Job("topics", lambda: TOPICS_EVERY, lambda: self._target_topics(self._mirrored_topics())))
+        up = self.clusters.all_up
+        jobs.start(Job("topics", lambda: TOPICS_EVERY, lambda: self._target_topics(self._mirrored_topics()),
+                       lambda: up() and self.query is not None))
         jobs.start(Job("configs", lambda: self.settings.sync_topic_configs_interval,
                        lambda: admin.sync_topic_configs(self.source, self.target, self._mirrored_topics(),
                                                         self.flow.policy),
-                       lambda: self.settings.sync_topic_configs))
+                       lambda: up() and self.settings.sync_topic_configs))
         jobs.start(Job("groups", lambda: self.settings.sync_group_offsets_interval, self._sync_groups,
-                       lambda: self.settings.sync_group_offsets))
-        self.notifier.ready(self._status_line())
-        log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
-                 s.whitelist, s.spark_master)
+                       lambda: up() and self.settings.sync_group_offsets and self._syncs_reader is not None))
         return self._supervise()
 
     def _enter_work_dir(self) -> None:
@@ -104,20 +117,13 @@ class Daemon:
         work.mkdir(parents=True, exist_ok=True)
         os.chdir(work)
 
-    def _connect(self) -> None:
-        s = self.settings
-        self.source = admin.Cluster("source", translate.admin_settings(s.consumer))
-        self.target = admin.Cluster("target", translate.admin_settings(s.producer))
-        self.source.check()
-        self.target.check()
+    def _prepare_target(self) -> None:
         admin.ensure_offset_syncs_topic(self.target, self.flow.offset_syncs_topic)
-        if self._syncs_reader is not None:
-            self._syncs_reader.close()
-        self._syncs_reader = admin.OffsetSyncsReader(self.target, self.flow.offset_syncs_topic)
-        with self._syncs_lock:
-            self.syncs = OffsetSyncStore()
+        if self._syncs_reader is None:
+            self._syncs_reader = admin.OffsetSyncsReader(self.target, self.flow.offset_syncs_topic)
 
     def _start_query(self) -> None:
+        self._prepare_target()
         pipeline = Pipeline(self.spark, self.flow)
         self.topics = TargetTopics(self.flow, self.source, self.target)
         self._target_topics(self.source.partitions(self.flow.pattern))
@@ -146,51 +152,113 @@ class Daemon:
                 self.positions.setdefault(tp, offset)
 
     def _stop_query(self, grace: float = STOP_GRACE) -> None:
-        """Let a running batch finish (up to `grace`), then stop; a cut batch is replayed on restart."""
-        if self.query is None:
+        """Stop the query once the batch in flight has committed (up to `grace`), so a restart copies
+        nothing twice; while a cluster is away a batch may wait for it indefinitely, so it is cut at
+        once (the checkpoint replays it: at least once)."""
+        query, self.query = self.query, None
+        if query is None:
             return
         self.metrics.up.labels(self.settings.flow).set(0)
-        deadline = time.monotonic() + grace
-        try:
-            while self.query.isActive and self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
-                self._ping_watchdog()  # a reload waiting for a long batch is not a stall
-                time.sleep(0.1)
-            self.query.stop()
-        except Exception as exc:  # noqa: BLE001 - JVM already gone: nothing to finish; the checkpoint replays
-            log.warning("streaming query did not stop cleanly: %s", _one_line(str(exc)))
+        if not self.clusters.all_up():
+            grace = 0.0
+        outcome: dict[str, object] = {}
+
+        def stop() -> None:
+            try:
+                outcome["between"] = stop_between_batches(self.spark, query, grace)
+            except Exception as exc:  # noqa: BLE001 - JVM already gone: nothing to finish; the checkpoint replays
+                outcome["error"] = exc
+
+        stopper = threading.Thread(target=stop, name="stop-query", daemon=True)
+        stopper.start()
+        while stopper.is_alive():
+            self._ping_watchdog()  # waiting for a batch to commit is not a stall
+            stopper.join(0.2)
+        if "error" in outcome:
+            log.warning("streaming query did not stop cleanly: %s", _one_line(str(outcome["error"])))
+        elif outcome.get("between"):
+            log.info("streaming query stopped between batches")
+        else:
+            log.warning("streaming query stopped in the middle of a batch (%s): that batch is copied "
+                        "again at the next start", "a cluster is unreachable" if grace == 0 else
+                        f"it did not finish within {grace:.0f}s")
 
     def _supervise(self) -> int:
-        next_status = time.monotonic() + STATUS_EVERY
+        next_status = 0.0
         while True:
             if self._stop.is_set():
                 return self._shutdown()
             if self._reload.is_set():
                 self._reload.clear()
                 self._do_reload()
-            failed = self._query_failure()
-            if failed is not None:
-                kind, why = failed
-                self.metrics.error(kind)
-                self.metrics.up.labels(self.settings.flow).set(0)
-                if self.settings.abort_on_send_failure or kind != "delivery":
-                    raise MirrordError(f"streaming query failed: {why}")
-                log.error("batch failed, retrying from the last committed batch in %.0fs: %s",
-                          RESTART_BACKOFF, why)
-                if self._stop.wait(RESTART_BACKOFF):
-                    continue
-                self._start_query()
             now = time.monotonic()
+            if self.query is None:
+                self._try_start(now)
+            else:
+                self._check_query(now)
             healthy = self._healthy(now)
-            self.metrics.up.labels(self.settings.flow).set(1 if healthy else 0)
+            mirroring = healthy and self.query is not None and self.clusters.all_up()
+            self.metrics.up.labels(self.settings.flow).set(1 if mirroring else 0)
             if healthy:
                 self._ping_watchdog()
             if now >= next_status:
                 line = self._status_line()
-                log.info("%s", line)
+                if next_status:
+                    log.info("%s", line)
                 self.notifier.status(line)
                 next_status = now + STATUS_EVERY
             self._stop.wait(0.5 if self.notifier.watchdog_interval is None else
                             min(0.5, self.notifier.watchdog_interval / 2))
+
+    def _try_start(self, now: float) -> None:
+        """(Re)start the query once both clusters answer. READY=1 comes with the first start, or at
+        once while a cluster is away at start-up: waiting for it is mirrord's normal work, and systemd's
+        start timeout must not turn an outage into a restart loop."""
+        if not self.clusters.all_up():
+            if not self._ready_sent:
+                log.warning("waiting: %s", "; ".join(self.clusters.away()))
+                self._send_ready()
+            return
+        if now < self._retry_at:
+            return
+        try:
+            self._start_query()
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a cluster that went away meanwhile: the next round retries
+            self._start_failures += 1
+            self.metrics.error("query")
+            if self._start_failures >= START_ATTEMPTS and self.clusters.up_for() > START_ATTEMPTS * RESTART_BACKOFF:
+                raise MirrordError(f"cannot start the streaming query: {_one_line(str(exc))}") from None
+            log.warning("cannot start the streaming query, retrying in %.0fs: %s", RESTART_BACKOFF,
+                        _one_line(str(exc)))
+            self._retry_at = now + RESTART_BACKOFF
+            return
+        self._start_failures = 0
+        if not self._ready_sent:
+            log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
+                     self.settings.whitelist, self.settings.spark_master)
+            self._send_ready()
+
+    def _send_ready(self) -> None:
+        self._ready_sent = True
+        self.notifier.ready(self._status_line())
+
+    def _check_query(self, now: float) -> None:
+        failed = self._query_failure()
+        if failed is None:
+            return
+        kind, why = failed
+        self.query = None
+        self.metrics.error(kind)
+        if self.clusters.down_within(OUTAGE_MEMORY) or not self.clusters.all_up():
+            log.warning("the streaming query stopped while a cluster was unreachable; it restarts from its "
+                        "checkpoint when both answer: %s", why)
+        elif self.settings.abort_on_send_failure or kind != "delivery":
+            raise MirrordError(f"streaming query failed: {why}")
+        else:
+            log.error("batch failed, retrying from the last committed batch in %.0fs: %s", RESTART_BACKOFF, why)
+        self._retry_at = now + RESTART_BACKOFF
 
     def _ping_watchdog(self) -> None:
         interval = self.notifier.watchdog_interval
@@ -209,42 +277,55 @@ class Daemon:
             return None
 
     def _healthy(self, now: float) -> bool:
-        """Alive (the JVM answers) and not stuck in one batch for longer than stall.timeout.ms."""
+        """The JVM answers, and no batch has run longer than stall.timeout.ms while both clusters
+        answered: a batch waiting for an unreachable cluster is not stuck."""
         try:
-            status = self.query.status
+            status = self.query.status if self.query is not None else None
+            if status is None:
+                self.spark._jvm.java.lang.System.nanoTime()  # JVM alive, between queries
+                return True
         except Exception as exc:  # noqa: BLE001 - a dead JVM raises py4j errors of several kinds
-            log.warning("Spark does not answer: %s", exc)
+            log.warning("Spark does not answer: %s", _one_line(str(exc)))
             return False
         if status.get("isTriggerActive"):
             self._trigger_since = self._trigger_since or now
         else:
             self._trigger_since = None
-        stalled = self._trigger_since is not None and now - self._trigger_since > self.settings.stall_timeout_ms / 1e3
+        running = 0.0 if self._trigger_since is None else min(now - self._trigger_since, self.clusters.up_for())
+        stalled = running > self.settings.stall_timeout_ms / 1e3
         if stalled and not self._stall_reported:
-            log.warning("batch running for %.0fs (stall.timeout.ms=%d): withholding the watchdog",
-                        now - self._trigger_since, self.settings.stall_timeout_ms)
+            log.warning("batch running for %.0fs while both clusters answer (stall.timeout.ms=%d): withholding "
+                        "the watchdog", running, self.settings.stall_timeout_ms)
         self._stall_reported = stalled
-        return self.query.isActive and not stalled
+        return not stalled
 
     def _do_reload(self) -> None:
+        """Apply a changed configuration without copying anything twice: the query is restarted only
+        when its definition changed, and then between batches. What cannot change while running (the
+        flow's identity, its state, its clusters) is refused and the running configuration goes on."""
         self.notifier.reloading()
         try:
             settings = self.load_settings()
+            refused = fixed_changes(self.settings, settings)
+            if refused:
+                raise MirrordError(f"{', '.join(refused)} cannot change while mirrord runs (restart it to change "
+                                   f"{'them' if len(refused) > 1 else 'it'})")
             flow = Flow.from_settings(settings)
+            restart = self.flow.query_differs(flow)
+            if restart and not self.clusters.all_up():
+                raise MirrordError(f"not during an outage ({'; '.join(self.clusters.away())})")
         except MirrordError as exc:
-            self.notifier.ready(self._status_line())
+            self.metrics.error("reload")
             log.error("reload refused, keeping the running configuration: %s", exc)
+            self.notifier.ready(self._status_line())
             return
-        if (settings.spark_master, settings.spark_conf, settings.flow) != (
-                self.settings.spark_master, self.settings.spark_conf, self.settings.flow):
-            log.warning("spark.master, [spark] and flow changes take effect at the next restart")
-        self._stop_query()
+        if restart:
+            self._stop_query()
         self.settings, self.flow = settings, flow
-        self.source.close()
-        self.target.close()
-        self._connect()
-        self._start_query()
-        log.info("reloaded: topics matching %r", settings.whitelist)
+        if restart:
+            self._retry_at = 0.0
+            self._try_start(time.monotonic())
+        log.info("reloaded: topics matching %r%s", settings.whitelist, "" if restart else " (query unchanged)")
         self.notifier.ready(self._status_line())
 
     def _shutdown(self) -> int:
@@ -343,6 +424,8 @@ class Daemon:
     def _lag_loop(self) -> None:
         """Lag from the source's log-end offsets, independent of Spark: it rises while the target is down."""
         while not self._stop.wait(LAG_EVERY):
+            if not self.clusters.is_up("source"):
+                continue  # the last values stay, and the outage has its own metric
             try:
                 topics = self.source.partitions(self.flow.pattern)
                 ends = self.source.end_offsets((t, p) for t, n in topics.items() for p in range(n))
@@ -382,7 +465,9 @@ class Daemon:
         lag = "?" if self._lag_total is None else self._lag_total
         topics = "?" if self._topics is None else self._topics
         lost = f", {self._lost} records lost (deleted before read)" if self._lost else ""
-        return f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
+        line = f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
+        away = self.clusters.away()
+        return f"waiting: {'; '.join(away)}; {line}" if away else line
 
 
 def _epoch(timestamp: str) -> float:

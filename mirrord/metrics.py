@@ -79,7 +79,10 @@ class Metrics:
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
         self.last_commit = Gauge("mirrord_last_commit_timestamp_seconds",
                                  "Time of the last committed batch (Unix seconds)", ["flow"], registry=r)
-        self.up = Gauge("mirrord_up", "1 while the streaming query runs and is healthy", ["flow"], registry=r)
+        self.cluster_up = Gauge("mirrord_cluster_up", "1 while the cluster answers mirrord's probes",
+                                ["flow", "cluster"], registry=r)
+        self.up = Gauge("mirrord_up", "1 while mirroring: the streaming query runs, is healthy and both clusters "
+                        "answer", ["flow"], registry=r)
         self.build = Gauge("mirrord_build_info", "Build information", ["version", "spark_version"], registry=r)
         self.build.labels(__version__, spark_version).set(1)
         self.up.labels(flow).set(0)

@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from mirrord import admin, translate
@@ -63,7 +63,7 @@ def check_java_client(cfg, kind: str) -> None:
         with open(cfg.path, "rb") as properties:
             done = subprocess.run([java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath,
                                    "io.mirrord.ClientConfigCheck", kind], stdin=properties, capture_output=True,
-                                  timeout=60, check=False)
+                                  timeout=60, check=False, start_new_session=True)  # signals are mirrord's
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {exc}") from None
     if done.returncode == 1:
@@ -92,6 +92,14 @@ class Flow:
     @property
     def offset_syncs_topic(self) -> str:
         return offset_syncs_topic(self.settings)
+
+    def query_differs(self, other: Flow) -> bool:
+        """Whether `other` defines another streaming query, so that a reload must restart it; the other
+        settings (side jobs' intervals, groups, stall timeout) apply without touching the query."""
+        def definition(flow: Flow) -> tuple:
+            return (*(getattr(flow, f.name) for f in fields(flow) if f.name != "settings"),
+                    flow.settings.batch_interval_ms, flow.settings.max_offsets_per_trigger, flow.settings.whitelist)
+        return definition(self) != definition(other)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Flow:
@@ -138,6 +146,7 @@ def spark_session(settings: Settings):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the driver's own; executors run no Python
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
     from pyspark.sql.types import BinaryType
 
@@ -156,16 +165,34 @@ def spark_session(settings: Settings):
         **user,
         "spark.plugins": plugins,
     }
-    builder = SparkSession.builder.master(settings.spark_master).appName(f"mirrord-{settings.flow}")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
+    spark_conf = SparkConf().setMaster(settings.spark_master).setAppName(f"mirrord-{settings.flow}")
+    spark_conf.setAll(conf.items())
     try:
-        spark = builder.getOrCreate()
+        _launch_jvm(spark_conf)
+        spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
         spark.udf.registerJavaFunction(*ENVELOPE_UDF, BinaryType())
     except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
         raise MirrordError(f"cannot start Spark ({settings.spark_master}): {str(exc).splitlines()[0]}") from None
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def _launch_jvm(conf) -> None:
+    """Spark's JVM in a session of its own: a SIGTERM or Ctrl-C meant for mirrord (systemd, or a
+    terminal signalling the whole process group) reaches mirrord only, which then stops the query
+    between batches and lets the JVM exit; the JVM still exits by itself if mirrord dies (its stdin
+    closes)."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is None:
+        SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+
+
+def stop_between_batches(spark, query, timeout: float) -> bool:
+    """Stop the query once the batch in flight has committed (io.mirrord.QueryStopper), or after
+    `timeout` seconds anyway; True when it stopped between batches (nothing will be copied twice)."""
+    return bool(spark._jvm.io.mirrord.QueryStopper.stopBetweenBatches(query._jsq, int(timeout * 1000)))
 
 
 def jvm_totals(spark) -> dict:

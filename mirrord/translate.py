@@ -70,7 +70,10 @@ def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
 # DESIGN 4. linger.ms 5 is the Java clients' default since Kafka 4.0 (the connector's 3.9 client still
 # says 0). batch.size 64 KiB, four times Java's, for backfills: set by reasoning, not measured on its
 # own (the bench gives every contender 256 KiB).
-SINK_DEFAULTS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536"}
+# An unreachable target is an outage, not a failed batch (DESIGN 12): as Kafka Connect does for its
+# source tasks, the producer waits for the target as long as it takes instead of failing the batch.
+SINK_DEFAULTS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536",
+                 "delivery.timeout.ms": "2147483647", "max.block.ms": "9223372036854775807"}
 # Keys of the Java producer that mean nothing for a byte-for-byte mirror: accepted with a warning.
 NOT_APPLICABLE = {
     "partitioner.class": "mirrord writes each record to its source partition number",

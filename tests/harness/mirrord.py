@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -104,10 +105,16 @@ class Mirrord:
         os.kill(self.process.pid, sig)
 
     def kill9(self) -> None:
-        """As systemd does on a crash: SIGKILL to the whole process group (the Spark JVM too)."""
+        """As systemd does on a crash: SIGKILL to the whole process tree (the Spark JVM, in a session of
+        its own, too)."""
+        tree = descendants(self.process.pid)
         os.killpg(self.process.pid, signal.SIGKILL)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.process.wait(30)
         self._wait_group_gone()
+        wait_gone(tree)
 
     def stop(self, timeout: float = 90) -> int:
         """SIGTERM to the main process only (systemd's KillMode=mixed), then wait for the exit status."""
@@ -122,6 +129,11 @@ class Mirrord:
         self._wait_group_gone()
         return self.process.returncode
 
+    def jvm_pid(self) -> int | None:
+        """Spark's JVM (a child of mirrord's in a session of its own), once started."""
+        return next((pid for pid in descendants(self.process.pid) if _command(pid).startswith("java")
+                     or "/java" in _command(pid).split(" ", 1)[0]), None)
+
     def _wait_group_gone(self, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -131,6 +143,45 @@ class Mirrord:
                 return
             time.sleep(0.1)
         os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, whatever its session or process group."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids: list[int], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes {pids} still there after {timeout}s")
+        time.sleep(0.1)
 
 
 def metric_value(text: str, name: str, **labels: str) -> float | None:

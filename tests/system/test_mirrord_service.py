@@ -142,6 +142,10 @@ def test_reload_picks_up_a_changed_whitelist_without_loss(deployment):
 
     d.wait_mirrored(b, early_b | late_b, "records of the newly whitelisted topic")
     d.wait_mirrored(a, early_a | during_a | late_a, "records produced across the reload")
+    assert "streaming query stopped between batches" in d.c.journal("mirrord", after=mark)
+    for topic in (a, b):
+        keys = d.mirrored(topic)
+        assert len(keys) == len(set(keys)), f"{topic}: {len(keys) - len(set(keys))} records copied twice"
     after = unit_state(d.c, "mirrord")
     assert after["ActiveState"] == "active", after
     assert (after["MainPID"], after["NRestarts"]) == (before["MainPID"], before["NRestarts"]), (before, after)
@@ -164,6 +168,17 @@ def test_reload_of_a_broken_configuration_is_refused_and_mirroring_goes_on(deplo
         assert (after["ActiveState"], after["MainPID"]) == ("active", before["MainPID"]), (before, after)
         topic = d.topic("a-1")
         d.wait_mirrored(topic, d.send(topic, "after-refused-reload"), "records after a refused reload")
+
+        (d.config / "mirrord.conf").write_text(good)
+        mark = d.c.journal_cursor()
+        d.install(flow="renamed")  # a new checkpoint and group: a full re-copy, so it waits for a restart
+        d.systemctl("reload")
+        wait_until(lambda: "reload refused" in d.c.journal("mirrord", after=mark), 60, "the refusal of a flow change")
+        assert "flow cannot change while mirrord runs" in d.c.journal("mirrord", after=mark)
+        after = wait_until(lambda: (s := unit_state(d.c, "mirrord"))["ActiveState"] != "reloading" and s,
+                           30, "the unit to leave the reloading state")
+        assert (after["ActiveState"], after["MainPID"]) == ("active", before["MainPID"]), (before, after)
+        d.wait_mirrored(topic, d.send(topic, "after-refused-flow-change"), "records after a refused flow change")
     finally:
         (d.config / "mirrord.conf").write_text(good)
         d.install()
@@ -193,6 +208,38 @@ def test_watchdog_kills_a_frozen_mirrord_and_the_restart_resumes_without_loss(de
 
         keys |= d.send(topic, "after-watchdog")
         d.wait_mirrored(topic, keys, "records produced while frozen and after the restart")
+    finally:
+        d.c.run("rm", "-f", dropin)
+        d.c.run("systemctl", "daemon-reload")
+
+
+def test_watchdog_restarts_mirrord_within_watchdogsec_plus_5_s_when_its_jvm_is_frozen(deployment):
+    """The fault campaign's systemd part: SIGSTOP of Spark's JVM (a hung JVM) while Python runs on."""
+    d = deployment
+    dropin = "/etc/systemd/system/mirrord.service.d/50-short-watchdog.conf"
+    watchdog = 5
+    d.c.write_file(dropin, f"[Service]\nWatchdogSec={watchdog}\nRestartSec=1\n")
+    try:
+        d.c.run("systemctl", "daemon-reload")
+        d.systemctl("restart")
+        frozen = unit_state(d.c, "mirrord")
+        jvm = d.c.run("sh", "-c", "for p in /proc/[0-9]*; do grep -qa SparkSubmit $p/cmdline 2>/dev/null "
+                      "&& echo ${p#/proc/}; done").stdout.split()
+        assert len(jvm) == 1, jvm
+        mark = d.c.journal_cursor()
+        d.c.run("kill", "-STOP", jvm[0])
+        stopped = time.monotonic()
+        wait_until(lambda: "Watchdog timeout" in d.c.journal("mirrord", after=mark), watchdog + 5,
+                   f"systemd's watchdog within WatchdogSec ({watchdog}s) + 5 s of the JVM freezing", interval=0.5)
+        print(f"watchdog fired {time.monotonic() - stopped:.1f}s after SIGSTOP of the JVM")
+
+        def restarted() -> bool:
+            s = unit_state(d.c, "mirrord")
+            return (int(s["NRestarts"]) > int(frozen["NRestarts"]) and s["ActiveState"] == "active"
+                    and s["SubState"] == "running" and s["MainPID"] not in ("0", frozen["MainPID"]))
+        wait_until(restarted, START_TIMEOUT, "systemd to restart mirrord", interval=1)
+        topic = d.topic("a-1")
+        d.wait_mirrored(topic, d.send(topic, "after-frozen-jvm"), "records after the restart")
     finally:
         d.c.run("rm", "-f", dropin)
         d.c.run("systemctl", "daemon-reload")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mirrord.config import load, normalize_whitelist
+from mirrord.config import fixed_changes, load, normalize_whitelist
 from mirrord.errors import ConfigError
 
 
@@ -90,3 +90,20 @@ def test_java_properties_syntax(conf_dir):
         "# comment\nbootstrap.servers = a:1,\\\n  b:2\ngroup.id:g\nsasl.jaas.config=x y\n")
     s = load(conf_dir / "mirrord.conf", environ={})
     assert s.consumer.properties == {"bootstrap.servers": "a:1,b:2", "group.id": "g", "sasl.jaas.config": "x y"}
+
+
+def test_a_reload_may_not_change_the_flows_identity_state_or_clusters(tmp_path):
+    def settings(conf: str = "", group: str = "g", source: str = "s:9092", target: str = "t:9092"):
+        (tmp_path / "consumer.properties").write_text(f"bootstrap.servers={source}\ngroup.id={group}\n")
+        (tmp_path / "producer.properties").write_text(f"bootstrap.servers={target}\n")
+        (tmp_path / "mirrord.conf").write_text(f"[mirrord]\nwhitelist = t.*\n{conf}")
+        return load(tmp_path / "mirrord.conf", environ={})
+
+    running = settings()
+    assert fixed_changes(running, settings("groups = u.*\n")) == []
+    assert fixed_changes(running, settings("num.streams = 3\n")) == ["spark.master"]
+    assert fixed_changes(running, settings("flow = other\nstate.dir = /srv\n")) == ["flow", "state.dir"]
+    assert fixed_changes(running, settings(group="h", source="s2:9092", target="t2:9092")) == [
+        "group.id (consumer.properties)", "bootstrap.servers (consumer.properties)",
+        "bootstrap.servers (producer.properties)"]
+    assert fixed_changes(running, settings("[spark]\nspark.driver.memory = 2g\n")) == ["[spark]"]

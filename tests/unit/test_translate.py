@@ -39,8 +39,15 @@ def test_producer_properties_pass_to_spark_sink_with_safe_defaults_and_mirrords_
         "kafka.bootstrap.servers": "b:9092", "kafka.delivery.timeout.ms": "60000", "kafka.compression.type": "lz4",
         "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN",
         "kafka.acks": "all", "kafka.enable.idempotence": "true", "kafka.linger.ms": "5", "kafka.batch.size": "65536",
+        "kafka.max.block.ms": "9223372036854775807",  # the file's delivery.timeout.ms wins; the outage default stays
         "kafka.interceptor.classes": "io.mirrord.MirrorInterceptor,com.example.Audit"}
     assert "partitioner.class" in ignored
+
+
+def test_by_default_the_sink_waits_for_an_unreachable_target_instead_of_failing_the_batch():
+    options, _ = sink_options(cfg())
+    assert options["kafka.delivery.timeout.ms"] == "2147483647"
+    assert options["kafka.max.block.ms"] == "9223372036854775807"
 
 
 def test_without_idempotence_one_request_in_flight_keeps_order():

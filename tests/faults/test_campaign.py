@@ -1,0 +1,75 @@
+"""The fault campaign: kill -9 of the whole process tree at random moments of a long stream, and each
+broker bounced mid-stream. At least once: nothing is ever lost; a kill re-copies at most the batch it
+cut, and the duplicates are counted and reported."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from tests.harness.mirrord import Mirrord, write_flow
+from tests.harness.records import Trickle, count, create_topic, wait_until
+from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
+
+RECORDS = 500_000
+KILLS = 10
+BATCH = 20_000  # max.offsets.per.trigger: the most one cut batch can re-copy
+
+
+def test_kill_9_at_ten_random_moments_of_a_500k_record_stream_loses_nothing(kafka_pair, unique, tmp_path):
+    source, target = kafka_pair
+    topic, group = unique("kill9"), unique("kill9-group")
+    create_topic(source.bootstrap, topic, 4)
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"max.offsets.per.trigger": str(BATCH), "offset.commit.interval.ms": "100"})
+    rng = random.Random(20261122)
+    trickle = Trickle(source.bootstrap, topic, 4, total=RECORDS, rate=4000).start()
+    daemon = Mirrord(config)
+    moments = []
+    try:
+        for _ in range(KILLS):
+            daemon.start()
+            daemon.wait_ready()
+            moment = rng.uniform(0.5, 6.0)
+            time.sleep(moment)  # a random moment of the stream is the point of this test
+            moments.append(f"{moment:.1f}s/{count(target.bootstrap, topic)}")
+            daemon.kill9()
+        daemon.start()
+        trickle.join(600)
+        daemon.wait_ready()
+        wait_all_mirrored(source.bootstrap, topic, group, timeout=300)
+        duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
+        print(f"kill -9 x{KILLS} (after ready, records in target): {', '.join(moments)}; "
+              f"{duplicates} duplicates of {RECORDS} records ({duplicates / KILLS:.0f} per kill)")
+        assert duplicates <= KILLS * BATCH
+        assert daemon.stop() == 0
+    finally:
+        trickle.stop()
+        daemon.stop()
+
+
+def test_the_source_and_the_target_broker_killed_and_restarted_mid_stream_lose_nothing(
+        bounced_pair, unique, tmp_path):
+    source, target = bounced_pair
+    topic, group = unique("bounce"), unique("bounce-group")
+    create_topic(source.bootstrap, topic, 2)
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group)
+    daemon = Mirrord(config).start()
+    trickle = Trickle(source.bootstrap, topic, 2, total=30_000, rate=500)
+    try:
+        daemon.wait_ready()
+        trickle.start()
+        for broker in (target, source):
+            floor = count(target.bootstrap, topic) + 2000
+            wait_until(lambda floor=floor: count(target.bootstrap, topic) >= floor, 120, "records flowing")
+            broker.stop(kill=True)  # a crash: no controlled shutdown
+            broker.start()
+            assert daemon.alive(), daemon.output()[-3000:]
+        trickle.join(240)
+        wait_all_mirrored(source.bootstrap, topic, group)
+        duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
+        print(f"broker bounces: {duplicates} duplicates of {trickle.sent} records")
+        assert daemon.stop() == 0
+    finally:
+        trickle.stop()
+        daemon.stop()

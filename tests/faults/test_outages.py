@@ -1,0 +1,89 @@
+"""Outages are a state, not a crash (DESIGN decision 12): a cluster away for longer than any client
+timeout leaves mirrord running, pinging the watchdog and saying what is unreachable; when it returns,
+mirroring resumes within 30 s with nothing lost."""
+
+from __future__ import annotations
+
+import time
+
+from tests.harness.mirrord import Mirrord, metric_value, write_flow
+from tests.harness.notify import NotifySocket
+from tests.harness.records import Trickle, committed_offsets, create_topic, end_offsets, read_all, wait_until
+from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
+
+OUTAGE = 150  # past the producer's old delivery.timeout.ms (120 s) and Spark's consumer poll timeout (120 s)
+RESUME_WITHIN = 30
+WATCHDOG = 6.0  # WatchdogSec as systemd would pass it: mirrord pings every 3 s
+
+
+def test_a_150_s_outage_of_the_target_and_then_the_source_never_ends_mirrord_and_loses_nothing(
+        bounced_pair, unique, tmp_path):
+    source, target = bounced_pair
+    topic, group = unique("outage"), unique("outage-group")
+    create_topic(source.bootstrap, topic, 2)
+    notify = NotifySocket(tmp_path / "notify")
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group)
+    daemon = Mirrord(config, env=notify.env(WATCHDOG)).start()
+    trickle = Trickle(source.bootstrap, topic, 2, total=50 * (2 * OUTAGE + 150), rate=50)
+    try:
+        daemon.wait_ready()
+        trickle.start()
+        for down, name in ((target, "target"), (source, "source")):
+            wait_until(lambda: sum(committed_offsets(source.bootstrap, group, topic).values()) > trickle.sent - 500,
+                       120, "mirrord keeping up before the outage")
+            metrics_before = daemon.metrics()
+            sent_before = trickle.sent
+            down.stop()
+            began = time.monotonic()
+            lags = []
+            while time.monotonic() - began < OUTAGE:
+                assert daemon.alive(), f"mirrord exited during the {name} outage:\n{daemon.output()[-3000:]}"
+                metrics = daemon.metrics()
+                lags.append(metric_value(metrics, "mirrord_lag_records"))
+                time.sleep(5)
+            assert metric_value(metrics, "mirrord_cluster_up", cluster=name) == 0
+            assert metric_value(metrics, "mirrord_cluster_up", cluster="target" if name == "source" else "source") == 1
+            status = notify.lines("STATUS=", since=began)
+            assert any(f"{name} cluster ({down.bootstrap}) unreachable since" in line for line in status), status
+            silence = notify.longest_silence("WATCHDOG=1", began, time.monotonic())
+            assert silence < WATCHDOG, f"no watchdog ping for {silence:.1f}s during the {name} outage"
+            if name == "target":  # the source still answers: the lag an operator watches keeps rising
+                assert lags[-1] > lags[0] + 50 * (OUTAGE - 30), lags
+            errors_before = metric_value(metrics_before, "mirrord_errors_total", kind="delivery")
+
+            down.start()
+            returned = time.monotonic()
+            ends = end_offsets(source.bootstrap, topic)
+            wait_until(lambda ends=ends: all(committed_offsets(source.bootstrap, group, topic).get(p, 0) >= end
+                                             for p, end in ends.items()),
+                       RESUME_WITHIN, f"mirroring to resume within {RESUME_WITHIN}s of the {name}'s return")
+            print(f"{name} outage: caught up {time.monotonic() - returned:.1f}s after its return")
+            wait_until(lambda name=name: metric_value(daemon.metrics(), "mirrord_cluster_up", cluster=name) == 1, 10,
+                       f"mirrord_cluster_up{{cluster={name}}} back to 1")
+            if name == "target":  # the batch in flight waited for the target instead of failing
+                assert metric_value(daemon.metrics(), "mirrord_errors_total", kind="delivery") == errors_before
+            else:
+                source_outage_from = sent_before
+        trickle.join(300)
+        wait_all_mirrored(source.bootstrap, topic, group)
+        total = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
+        copied_twice = duplicate_seqs(target.bootstrap, topic)
+        # A replay after the source outage re-sends at most the batch in flight, some hundreds of records before it.
+        before_source_outage = [seq for seq in copied_twice if seq < source_outage_from - 1000]
+        print(f"outages: {total} duplicates of {trickle.sent} records, {len(before_source_outage)} from the target's")
+        assert before_source_outage == [], "the target outage re-copied records"
+        assert daemon.stop() == 0
+    finally:
+        trickle.stop()
+        daemon.stop()
+        notify.close()
+
+
+def duplicate_seqs(bootstrap: str, topic: str) -> list[int]:
+    """The sequence numbers (the trickle's `seq` header) found more than once in a topic."""
+    seen, twice = set(), []
+    for records in read_all(bootstrap, topic).values():
+        for r in records:
+            seq = int(dict(r.headers)["seq"])
+            (twice.append if seq in seen else seen.add)(seq)
+    return sorted(twice)
