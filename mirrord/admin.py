@@ -258,16 +258,21 @@ def _wait_visible(target: Cluster, wanted: Mapping[str, int], timeout: float = 3
 
 def ensure_offset_syncs_topic(target: Cluster, name: str) -> None:
     """The offset-syncs topic on the target: one partition, compacted, as MirrorMaker 2 creates it."""
-    if name in target.partitions():
+    ensure_internal_topic(target, name, "offset syncs", {"cleanup.policy": "compact"})
+
+
+def ensure_internal_topic(cluster: Cluster, name: str, what: str, config: Mapping[str, str]) -> None:
+    """One of mirrord's own one-partition topics (`*.internal`, never mirrored), created if missing."""
+    if name in cluster.partitions():
         return
-    new = NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
+    new = NewTopic(name, num_partitions=1, replication_factor=-1, config=dict(config))
     try:
-        target.admin.create_topics([new], request_timeout=TIMEOUT)[name].result()
-        log.info("offset syncs topic %s created on the target", name)
+        cluster.admin.create_topics([new], request_timeout=TIMEOUT)[name].result()
+        log.info("%s topic %s created on the %s cluster", what, name, cluster.name)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise MirrordError(f"cannot create the offset syncs topic {name}: {exc.args[0].str()}") from None
-    _wait_visible(target, {name: 1})
+            raise MirrordError(f"cannot create the {what} topic {name}: {exc.args[0].str()}") from None
+    _wait_visible(cluster, {name: 1})
 
 
 class OffsetSyncsReader:

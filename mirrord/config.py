@@ -156,6 +156,10 @@ KEYS: dict[str, Key] = {
     "groups.exclude": Key(_optional_regex, "console-consumer-.*,connect-.*,__.*", "groups never translated"),
     "offset.lag.max": Key(_positive_int, "100", "an offset sync at least every this many records of a partition "
                           "(and at every gap), as MirrorMaker 2's offset.lag.max"),
+    "leader.election.enabled": Key(_boolean, "true", "several hosts may run this flow: one mirrors, elected by a "
+                                   "consumer group on the target, the others stand by"),
+    "leader.session.timeout.ms": Key(_positive_int, "10000", "how long an active host may be silent before a "
+                                     "standby takes over (the election group's session.timeout.ms)"),
     "stall.timeout.ms": Key(_positive_int, "120000", "a batch running longer than this stops the watchdog"),
 }
 REQUIRED = {"whitelist"}
@@ -197,6 +201,8 @@ class Settings:
     groups: str = ".*"
     groups_exclude: str = ""
     offset_lag_max: int = 100
+    leader_election: bool = True
+    leader_session_timeout_ms: int = 10000
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -334,6 +340,8 @@ def load(
         groups=str(values["groups"]),
         groups_exclude=str(values["groups.exclude"]),
         offset_lag_max=int(values["offset.lag.max"]),  # type: ignore[arg-type]
+        leader_election=bool(values["leader.election.enabled"]),
+        leader_session_timeout_ms=int(values["leader.session.timeout.ms"]),  # type: ignore[arg-type]
         spark_conf=spark_conf,
         config_file=config_file,
     )
@@ -355,6 +363,8 @@ def fixed_changes(running: Settings, new: Settings) -> list[str]:
         (where(new.producer, "bootstrap.servers"), running.producer.properties.get("bootstrap.servers"),
          new.producer.properties.get("bootstrap.servers")),
         ("replication.policy", running.replication_policy, new.replication_policy),
+        ("leader.election.enabled", running.leader_election, new.leader_election),
+        ("leader.session.timeout.ms", running.leader_session_timeout_ms, new.leader_session_timeout_ms),
         ("source.alias", running.source_alias, new.source_alias),
         ("target.alias", running.target_alias, new.target_alias),
         ("replication.policy.separator", running.separator, new.separator),

@@ -21,6 +21,7 @@ from mirrord import admin, checkpoints, translate
 from mirrord.config import Settings, fixed_changes
 from mirrord.errors import ConfigError, MirrordError
 from mirrord.health import ClusterWatch
+from mirrord.leader import Leadership, leader_topic
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
 from mirrord.offsets import OffsetSyncStore, deleted_before_read, parse_source_offsets
@@ -29,6 +30,7 @@ from mirrord.pipeline import (
     Pipeline,
     TargetTopics,
     add_progress_listener,
+    checkpoint_offsets,
     failure,
     has_checkpoint,
     jvm_totals,
@@ -44,6 +46,7 @@ LAG_EVERY = 5.0
 STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 RESTART_BACKOFF = 5.0
 START_ATTEMPTS = 5  # failed starts while both clusters answer before mirrord gives up (and systemd restarts it)
+STANDBY_AFTER = 5.0  # no assignment this long after joining the election: another host has it
 OUTAGE_MEMORY = 600.0  # a query that fails within this of an outage failed because of it
 TOPICS_EVERY = 1.0  # new source topics get their target copy within this (their records wait in the producer)
 
@@ -71,6 +74,9 @@ class Daemon:
         self._stall_reported = False
         self._next_ping = 0.0
         self._ready_sent = False
+        self.leadership: Leadership | None = None
+        self._standby_since = 0.0
+        self._started = False
         self._retry_at = 0.0
         self._start_failures = 0
         self._lag_total: int | None = None
@@ -98,7 +104,9 @@ class Daemon:
         add_progress_listener(self.spark, self._on_progress)
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
         jobs = Scheduler(self._stop, self.metrics)
-        up = self.clusters.all_up
+
+        def up() -> bool:  # the side jobs run on the flow's active host only, while both clusters answer
+            return self.clusters.all_up() and self._active()
         jobs.start(Job("topics", lambda: TOPICS_EVERY, lambda: self._target_topics(self._mirrored_topics()),
                        lambda: up() and self.query is not None))
         jobs.start(Job("configs", lambda: self.settings.sync_topic_configs_interval,
@@ -127,6 +135,7 @@ class Daemon:
         pipeline = Pipeline(self.spark, self.flow)
         self.topics = TargetTopics(self.flow, self.source, self.target)
         self._target_topics(self.source.partitions(self.flow.pattern))
+        self._drop_superseded_checkpoint()
         if has_checkpoint(self.settings):
             starting = "earliest"  # ignored by Spark: the checkpoint decides
         else:
@@ -138,6 +147,20 @@ class Daemon:
         self._seed_positions()
         self.query = pipeline.start(starting)
         self.metrics.up.labels(self.settings.flow).set(1)
+
+    def _drop_superseded_checkpoint(self) -> None:
+        """A host taking over resumes from the source group's offsets, which the previous active host
+        committed after each batch: a checkpoint of this host's that another host has mirrored past
+        would copy those records again, so it goes."""
+        if not (self.settings.leader_election and has_checkpoint(self.settings)):
+            return
+        mine = checkpoint_offsets(self.settings)
+        committed = self.source.committed(self.settings.group_id, self._mirrored_topics())
+        ahead = {tp: o for tp, o in committed.items() if o > mine.get(tp, -1)}
+        if ahead:
+            log.info("another host mirrored this flow past this host's checkpoint (%d partitions ahead): "
+                     "resuming from group %s's offsets", len(ahead), self.settings.group_id)
+            shutil.rmtree(self.settings.checkpoint_dir)
 
     def _seed_positions(self) -> None:
         """Mirrored positions before the first batch: the group's commits (written after each batch)."""
@@ -198,6 +221,7 @@ class Daemon:
                 self._check_query(now)
             healthy = self._healthy(now)
             mirroring = healthy and self.query is not None and self.clusters.all_up()
+            self.metrics.active.labels(self.settings.flow).set(1 if self._active() else 0)
             self.metrics.up.labels(self.settings.flow).set(1 if mirroring else 0)
             if healthy:
                 self._ping_watchdog()
@@ -221,6 +245,8 @@ class Daemon:
             return
         if now < self._retry_at:
             return
+        if not self._elected():
+            return
         try:
             self._start_query()
         except ConfigError:
@@ -235,16 +261,49 @@ class Daemon:
             self._retry_at = now + RESTART_BACKOFF
             return
         self._start_failures = 0
-        if not self._ready_sent:
+        if not self._started:
+            self._started = True
             log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
                      self.settings.whitelist, self.settings.spark_master)
+        if not self._ready_sent:
             self._send_ready()
+
+    def _active(self) -> bool:
+        return self.leadership is None or self.leadership.is_active()
+
+    def _elected(self) -> bool:
+        """Whether this host may mirror: leader election off, or this host won it. A standby is READY,
+        and says so in STATUS and `mirrord_active`."""
+        s = self.settings
+        if not s.leader_election:
+            return True
+        if self.leadership is None:
+            try:
+                admin.ensure_internal_topic(self.target, leader_topic(s.group_id), "leader election", {})
+            except MirrordError as exc:
+                log.warning("%s; retrying in %.0fs", exc, RESTART_BACKOFF)
+                self._retry_at = time.monotonic() + RESTART_BACKOFF
+                return False
+            self.leadership = Leadership(translate.admin_settings(s.producer), s.group_id,
+                                         s.leader_session_timeout_ms, self._stop)
+            self.leadership.start()
+            self._standby_since = time.monotonic()
+        if self.leadership.is_active():
+            return True
+        if not self._ready_sent and time.monotonic() - self._standby_since > STANDBY_AFTER:
+            log.info("standing by: another host mirrors flow %s (group %s)", s.flow, self.leadership.group)
+            self._send_ready()
+        return False
 
     def _send_ready(self) -> None:
         self._ready_sent = True
         self.notifier.ready(self._status_line())
 
     def _check_query(self, now: float) -> None:
+        if not self._active():  # another host may be mirroring already: stop now, the checkpoint replays
+            log.warning("leadership lost: stopping the streaming query")
+            self._stop_query(grace=0.0)
+            return
         failed = self._query_failure()
         if failed is None:
             return
@@ -332,6 +391,8 @@ class Daemon:
         self.notifier.stopping()
         log.info("stopping: finishing the current batch")
         self._stop_query()
+        if self.leadership is not None:
+            self.leadership.close()
         try:
             self.spark.stop()
         except Exception as exc:  # noqa: BLE001 - the JVM may already be gone; nothing left to save
@@ -467,7 +528,11 @@ class Daemon:
         lost = f", {self._lost} records lost (deleted before read)" if self._lost else ""
         line = f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
         away = self.clusters.away()
-        return f"waiting: {'; '.join(away)}; {line}" if away else line
+        if away:
+            return f"waiting: {'; '.join(away)}; {line}"
+        if not self._active():
+            return f"standby: another host mirrors flow {self.settings.flow}; {line}"
+        return line
 
 
 def _epoch(timestamp: str) -> float:

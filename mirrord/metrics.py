@@ -81,6 +81,8 @@ class Metrics:
                                  "Time of the last committed batch (Unix seconds)", ["flow"], registry=r)
         self.cluster_up = Gauge("mirrord_cluster_up", "1 while the cluster answers mirrord's probes",
                                 ["flow", "cluster"], registry=r)
+        self.active = Gauge("mirrord_active", "1 on the flow's active host, 0 on a standby (leader.election.enabled)",
+                            ["flow"], registry=r)
         self.up = Gauge("mirrord_up", "1 while mirroring: the streaming query runs, is healthy and both clusters "
                         "answer", ["flow"], registry=r)
         self.build = Gauge("mirrord_build_info", "Build information", ["version", "spark_version"], registry=r)

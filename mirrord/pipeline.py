@@ -25,6 +25,7 @@ from pathlib import Path
 from mirrord import admin, translate
 from mirrord.config import Settings
 from mirrord.errors import ConfigError, MirrordError
+from mirrord.offsets import parse_source_offsets
 from mirrord.policy import Policy, make_policy, subscribe_pattern
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,20 @@ class Flow:
 def has_checkpoint(settings: Settings) -> bool:
     offsets = settings.checkpoint_dir / "offsets"
     return offsets.is_dir() and any(offsets.iterdir())
+
+
+def checkpoint_offsets(settings: Settings) -> dict[tuple[str, int], int]:
+    """Where the checkpoint resumes: the end offsets of its last committed batch (empty when none)."""
+    checkpoint = settings.checkpoint_dir
+    commits = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit()]
+    if not commits:
+        return {}
+    try:
+        lines = (checkpoint / "offsets" / str(max(commits))).read_text().splitlines()
+        return {tp: o for tp, o in parse_source_offsets(lines[2]).items() if o >= 0}
+    except (OSError, IndexError, ValueError) as exc:
+        log.warning("cannot read the checkpoint's offsets: %s", exc)
+        return {}
 
 
 def starting_offsets(flow: Flow, source: admin.Cluster) -> str:

@@ -175,4 +175,5 @@ class Trickle:
     def stop(self) -> None:
         """Stop sending and wait for the producer to flush and close (before its brokers go away)."""
         self._stop.set()
-        self._thread.join(30)
+        if self._thread.ident is not None:
+            self._thread.join(30)

@@ -1,0 +1,88 @@
+"""One active host per flow (DESIGN decision 11), elected through Kafka itself.
+
+Every host running the flow joins one consumer group (`<group.id>.leader`) subscribed to a
+one-partition topic on the target cluster (`mirrord-leader.<group.id>.internal`); Kafka's group
+coordinator assigns that partition to exactly one member, and that member mirrors. The others stand by.
+When the active host dies, the coordinator notices after `leader.session.timeout.ms` and hands the
+partition to a standby, which resumes from the offsets the active host committed to the source group
+after each batch. A host that loses its assignment (its session expired, say in a long pause) stops
+mirroring at once. Nothing is ever consumed from the topic: membership is the whole protocol, as
+MirrorMaker 1 users ran several instances in one consumer group.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, KafkaException
+
+log = logging.getLogger(__name__)
+
+
+def leader_topic(group_id: str) -> str:
+    """The election's topic: MirrorMaker 2's `.internal` suffix keeps every mirror from copying it."""
+    return f"mirrord-leader.{re.sub(r'[^A-Za-z0-9._-]', '_', group_id)}.internal"[:249]
+
+
+def leader_group(group_id: str) -> str:
+    return f"{group_id}.leader"
+
+
+class Leadership:
+    def __init__(self, settings: Mapping[str, str], group_id: str, session_timeout_ms: int, stop: threading.Event):
+        self.topic = leader_topic(group_id)
+        self.group = leader_group(group_id)
+        self._stop = stop
+        self._active = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._consumer = Consumer({
+            **settings,
+            "group.id": self.group,
+            "session.timeout.ms": session_timeout_ms,
+            "heartbeat.interval.ms": max(100, session_timeout_ms // 5),
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "partition.assignment.strategy": "cooperative-sticky",  # a host joining leaves the active one be
+        })
+
+    def start(self) -> None:
+        self._consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                 on_lost=self._on_revoke)
+        self._thread = threading.Thread(target=self._loop, name="leadership", daemon=True)
+        self._thread.start()
+
+    def is_active(self) -> bool:
+        return self._active.is_set()
+
+    def _on_assign(self, consumer, partitions) -> None:
+        if partitions and not self._active.is_set():
+            log.info("this host is the flow's active host (group %s on %s)", self.group, self.topic)
+            self._active.set()
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        if partitions and self._active.is_set():
+            log.warning("this host is no longer the flow's active host (group %s): standing by", self.group)
+            self._active.clear()
+
+    def _loop(self) -> None:
+        """Rebalance callbacks are served by poll(); no record is ever read (the topic stays empty)."""
+        while not self._stop.is_set():
+            try:
+                self._consumer.poll(0.5)
+            except KafkaException as exc:
+                log.warning("leader election: %s", exc.args[0].str())
+        self._active.clear()
+
+    def close(self) -> None:
+        """Leave the group now, so a standby takes over without waiting for the session to expire
+        (called once the query has stopped, with the daemon's stop event set)."""
+        self._active.clear()
+        if self._thread is not None:
+            self._thread.join(5)
+        try:
+            self._consumer.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.debug("leaving group %s: %s", self.group, exc)
