@@ -197,6 +197,8 @@ class Daemon:
         while stopper.is_alive():
             self._ping_watchdog()  # waiting for a batch to commit is not a stall
             stopper.join(0.2)
+        if self.clusters.is_up("source"):  # the last batch's progress event may never be delivered now
+            self._commit(checkpoint_offsets(self.settings))
         if "error" in outcome:
             log.warning("streaming query did not stop cleanly: %s", _one_line(str(outcome["error"])))
         elif outcome.get("between"):

@@ -54,7 +54,7 @@ def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_activ
         wait_all_mirrored(source.bootstrap, topic, group)
         duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
         print(f"two hosts, one kill -9 and one hand-over: {duplicates} duplicates of {trickle.sent} records")
-        # The batch in flight at the kill, and the one whose group commit the clean stop may not have made.
+        # At the kill: the batch in flight, and the one before it if its group commit had not been made yet.
         assert duplicates <= 2 * BATCH, (f"more than the batches in flight were copied twice: "
                                     f"{twice(target.bootstrap, topic)}\n" + "\n".join(
                                         line for host in hosts for line in host.output().splitlines()
