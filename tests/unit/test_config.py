@@ -90,3 +90,21 @@ def test_java_properties_syntax(conf_dir):
         "# comment\nbootstrap.servers = a:1,\\\n  b:2\ngroup.id:g\nsasl.jaas.config=x y\n")
     s = load(conf_dir / "mirrord.conf", environ={})
     assert s.consumer.properties == {"bootstrap.servers": "a:1,b:2", "group.id": "g", "sasl.jaas.config": "x y"}
+
+
+def test_prefix_policy_needs_both_aliases_set_and_different(conf_dir):
+    conf = conf_dir / "mirrord.conf"
+    conf.write_text("[mirrord]\nwhitelist = a\nreplication.policy = prefix\nsource.alias = left\n")
+    with pytest.raises(ConfigError, match=rf"^{conf}: target.alias: must be set with replication.policy=prefix"):
+        load(conf, environ={})
+    conf.write_text("[mirrord]\nwhitelist = a\nreplication.policy = prefix\nsource.alias = left\n"
+                    "target.alias = left\n")
+    with pytest.raises(ConfigError, match=rf"^{conf}: target.alias: must differ from source.alias \('left'\)"):
+        load(conf, environ={})
+    s = load(conf, {"target.alias": "right"}, environ={})
+    assert (s.source_alias, s.target_alias) == ("left", "right")
+
+
+def test_identity_policy_keeps_the_default_aliases(conf_dir):
+    s = load(conf_dir / "mirrord.conf", environ={})
+    assert (s.source_alias, s.target_alias) == ("source", "target")
