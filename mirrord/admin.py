@@ -122,8 +122,12 @@ class Cluster:
 
     def group_has_members(self, group: str) -> bool:
         """Whether consumers are in the group now (a group that does not exist has none)."""
+        return bool(self.group_members(group))
+
+    def group_members(self, group: str) -> list[str]:
+        """The group's members now, as client-id@host."""
         desc = retrying(lambda: self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result())
-        return bool(desc.members)
+        return [f"{m.client_id}@{m.host}" for m in desc.members]
 
     def forget_groups(self, keep: str = "") -> None:
         """Close the clients opened for other groups' offsets."""
@@ -258,22 +262,31 @@ def _wait_visible(target: Cluster, wanted: Mapping[str, int], timeout: float = 3
 
 def ensure_offset_syncs_topic(target: Cluster, name: str) -> None:
     """The offset-syncs topic on the target: one partition, compacted, as MirrorMaker 2 creates it."""
+    ensure_internal_topic(target, name, "offset syncs")
+
+
+def ensure_internal_topic(target: Cluster, name: str, what: str) -> None:
+    """One of MirrorMaker 2's topics (offset syncs, checkpoints, heartbeats): one partition, compacted."""
     if name in target.partitions():
         return
     new = NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
     try:
         target.admin.create_topics([new], request_timeout=TIMEOUT)[name].result()
-        log.info("offset syncs topic %s created on the target", name)
+        log.info("%s topic %s created on the %s cluster", what, name, target.name)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise MirrordError(f"cannot create the offset syncs topic {name}: {exc.args[0].str()}") from None
+            raise MirrordError(f"cannot create the {what} topic {name} on the {target.name} cluster: "
+                               f"{exc.args[0].str()}") from None
     _wait_visible(target, {name: 1})
 
 
-class OffsetSyncsReader:
-    """Reads the offset-syncs topic from its start and keeps up with it, one call at a time: a group is
-    translated only from syncs read to the end of the topic (MirrorMaker 2's rule), so a standby or a
-    host whose state was lost translates as well as the host that wrote them."""
+class TopicReader:
+    """Reads a one-partition internal topic (offset syncs, checkpoints, heartbeats) from its start and
+    keeps up with it, one call at a time: a group is translated only from syncs read to the end of the
+    topic (MirrorMaker 2's rule), so a standby or a host whose state was lost translates as well as the
+    host that wrote them."""
+
+    what = "record"
 
     def __init__(self, cluster: Cluster, topic: str):
         self.topic = topic
@@ -281,10 +294,13 @@ class OffsetSyncsReader:
         self._consumer: Consumer | None = None
         self.position = 0
 
-    def read_to_end(self, add: Callable[[OffsetSync], None], timeout: float = TIMEOUT) -> int:
-        """Hand every sync written since the last call to `add`; returns how many were read."""
+    def decode(self, msg):
+        return msg
+
+    def read_to_end(self, add: Callable[[object], None], timeout: float = TIMEOUT) -> int:
+        """Hand every record written since the last call, decoded, to `add`; returns how many were read."""
         if self._consumer is None:
-            self._consumer = Consumer({**self.cluster.settings, "group.id": "mirrord-offset-syncs-reader",
+            self._consumer = Consumer({**self.cluster.settings, "group.id": "mirrord-internal-topics-reader",
                                        "enable.auto.commit": False, "enable.partition.eof": False})
             self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         _, end = retrying(lambda: self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
@@ -300,9 +316,9 @@ class OffsetSyncsReader:
                     raise MirrordError(f"reading {self.topic}: {msg.error().str()}")
                 self.position = msg.offset() + 1
                 try:
-                    add(decode(msg.key(), msg.value(), msg.headers()))
+                    add(self.decode(msg))
                 except (struct.error, UnicodeDecodeError, TypeError) as exc:
-                    log.warning("%s offset %d: not an offset sync, skipped: %s", self.topic, msg.offset(), exc)
+                    log.warning("%s offset %d: not a %s, skipped: %s", self.topic, msg.offset(), self.what, exc)
                     continue
                 read += 1
         return read
@@ -311,3 +327,10 @@ class OffsetSyncsReader:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+class OffsetSyncsReader(TopicReader):
+    what = "offset sync"
+
+    def decode(self, msg) -> OffsetSync:
+        return decode(msg.key(), msg.value(), msg.headers())

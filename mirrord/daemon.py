@@ -54,6 +54,7 @@ class Daemon:
         self.syncs = OffsetSyncStore()  # read back from the offset-syncs topic before each translation
         self._syncs_lock = threading.Lock()
         self._syncs_reader: admin.OffsetSyncsReader | None = None
+        self._checkpoints = checkpoints.CheckpointWriter(checkpoints.checkpoints_topic(self.settings.source_alias))
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
@@ -91,6 +92,8 @@ class Daemon:
                        lambda: self.settings.sync_topic_configs))
         jobs.start(Job("groups", lambda: self.settings.sync_group_offsets_interval, self._sync_groups,
                        lambda: self.settings.sync_group_offsets))
+        jobs.start(Job("checkpoints", lambda: self.settings.emit_checkpoints_interval, self._emit_checkpoints,
+                       lambda: self.settings.emit_checkpoints))
         self.notifier.ready(self._status_line())
         log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
                  s.whitelist, s.spark_master)
@@ -333,6 +336,14 @@ class Daemon:
         checkpoints.sync_group_offsets(self.source, self.target, self._mirrored_topics(), self.syncs,
                                        self._syncs_lock, self.flow.policy, s.groups, s.groups_exclude, s.group_id)
         return 0
+
+    def _emit_checkpoints(self) -> int:
+        """Source groups' offsets, translated, into the checkpoints topic on the target."""
+        s = self.settings
+        self._read_syncs()
+        return checkpoints.emit_checkpoints(self.source, self.target, self._checkpoints, self._mirrored_topics(),
+                                            self.syncs, self._syncs_lock, self.flow.policy, s.groups,
+                                            s.groups_exclude, s.group_id)
 
     def _read_syncs(self) -> None:
         """The offset syncs the interceptors wrote since the last round, from the topic on the target."""

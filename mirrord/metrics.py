@@ -74,6 +74,8 @@ class Metrics:
         self.job_duration = Histogram("mirrord_job_duration_seconds", "Duration of a periodic job's run",
                                       ["flow", "job"], registry=r,
                                       buckets=(0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120))
+        self.job_success = Gauge("mirrord_job_last_success_timestamp_seconds", "End of a periodic job's last run "
+                                 "without failures (Unix seconds)", ["flow", "job"], registry=r)
         self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records) before "
                             "mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
