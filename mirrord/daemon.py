@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from mirrord import admin, checkpoints, translate
+from mirrord import admin, checkpoints, heartbeats, translate
 from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
@@ -54,6 +54,7 @@ class Daemon:
         self.syncs = OffsetSyncStore()  # read back from the offset-syncs topic before each translation
         self._syncs_lock = threading.Lock()
         self._syncs_reader: admin.OffsetSyncsReader | None = None
+        self._heartbeats = heartbeats.Heartbeats(self.metrics)
         self._checkpoints = checkpoints.CheckpointWriter(checkpoints.checkpoints_topic(self.settings.source_alias))
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
@@ -92,6 +93,10 @@ class Daemon:
                        lambda: self.settings.sync_topic_configs))
         jobs.start(Job("groups", lambda: self.settings.sync_group_offsets_interval, self._sync_groups,
                        lambda: self.settings.sync_group_offsets))
+        jobs.start(Job("heartbeats", lambda: self.settings.emit_heartbeats_interval,
+                       lambda: self._heartbeats.run(self.source, self.target, self.settings.source_alias,
+                                                    self.settings.target_alias, self.flow.policy),
+                       lambda: self.settings.emit_heartbeats))
         jobs.start(Job("checkpoints", lambda: self.settings.emit_checkpoints_interval, self._emit_checkpoints,
                        lambda: self.settings.emit_checkpoints))
         self.notifier.ready(self._status_line())

@@ -76,6 +76,13 @@ class Metrics:
                                       buckets=(0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120))
         self.job_success = Gauge("mirrord_job_last_success_timestamp_seconds", "End of a periodic job's last run "
                                  "without failures (Unix seconds)", ["flow", "job"], registry=r)
+        self.heartbeat_age = Gauge("mirrord_heartbeat_age_seconds", "Now minus the newest heartbeat that came through "
+                                   "the flow from the source's `heartbeats` topic: end-to-end liveness",
+                                   ["flow"], registry=r)
+        self.cycle = Gauge("mirrord_cycle_detected", "1 once this flow's own heartbeats came back to the source "
+                           "(identity policy both ways: records loop)", ["flow"], registry=r)
+        self.config_refused = Counter("mirrord_topic_configs_refused", "Target topics created without their source "
+                                      "topic's configs because the target refused them", ["flow", "topic"], registry=r)
         self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records) before "
                             "mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
@@ -87,6 +94,7 @@ class Metrics:
         self.up.labels(flow).set(0)
         self.lag.labels(flow).set(0)
         self.last_commit.labels(flow)
+        self.cycle.labels(flow).set(0)
         for kind in ("delivery", "query", "commit", "lag", "progress"):
             self.errors.labels(flow, kind)
 

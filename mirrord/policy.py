@@ -29,6 +29,9 @@ class IdentityPolicy:
     def exclusion_regex(self) -> str:
         return ""
 
+    def heartbeats_regex(self) -> str:
+        return "heartbeats"
+
 
 @dataclass(frozen=True)
 class PrefixPolicy:
@@ -52,6 +55,10 @@ class PrefixPolicy:
         sep = re.escape(self.separator)
         return f"(?!(?:.*{sep})?{re.escape(self.target_alias)}{sep})"
 
+    def heartbeats_regex(self) -> str:
+        """`heartbeats` and its remote copies (`A.heartbeats`, `B.A.heartbeats`), MirrorMaker 2's isHeartbeatsTopic."""
+        return f"(?:.*{re.escape(self.separator)})?heartbeats"
+
 
 Policy = IdentityPolicy | PrefixPolicy
 
@@ -65,9 +72,11 @@ def make_policy(name: str, source_alias: str, target_alias: str, separator: str)
 def subscribe_pattern(whitelist: str, policy: Policy) -> str:
     """One regex, valid in Java and Python, for Spark's `subscribePattern` and for our own listing.
 
-    Internal topics and cycles are excluded by lookaheads, so the Kafka source never reads them.
+    Internal topics and cycles are excluded by lookaheads, so the Kafka source never reads them. Heartbeats
+    are always mirrored, whatever the whitelist, as MirrorMaker 2 does: they are how a chain of flows and
+    the flow itself are seen to be alive.
     """
-    return f"(?!__)(?!.*\\.internal$){policy.exclusion_regex()}(?:{whitelist})"
+    return f"(?!__)(?!.*\\.internal$){policy.exclusion_regex()}(?:{whitelist}|{policy.heartbeats_regex()})"
 
 
 def selects(pattern: str, topic: str) -> bool:

@@ -35,6 +35,16 @@ def test_subscribe_pattern_excludes_internal_topics_and_cycles():
     assert selects(identity, "prd-a") and not selects(identity, "prd-ab") and not selects(identity, "xprd-a")
 
 
+def test_heartbeats_are_mirrored_whatever_the_whitelist_but_never_back_to_their_cluster():
+    prefix = subscribe_pattern("orders", PrefixPolicy("left", "right"))
+    for topic in ("heartbeats", "east.heartbeats", "east.west.heartbeats"):
+        assert selects(prefix, topic), topic
+    for topic in ("right.heartbeats", "east.right.heartbeats", "heartbeats2", "myheartbeats"):
+        assert not selects(prefix, topic), topic
+    identity = subscribe_pattern("orders", IdentityPolicy())
+    assert selects(identity, "heartbeats") and not selects(identity, "east.heartbeats")
+
+
 def test_cycle_rule_and_regex_agree():
     policy = PrefixPolicy("left", "right")
     pattern = subscribe_pattern(".*", policy)
