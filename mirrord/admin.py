@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
 
 from mirrord.errors import ClusterUnavailable, MirrordError
 from mirrord.offsets import OffsetSync, decode
-from mirrord.policy import Policy, selects, topic_config_changes, topic_configs_to_copy
+from mirrord.policy import Policy, selects, topic_configs_to_copy
 
 log = logging.getLogger(__name__)
 TIMEOUT = 15.0
@@ -105,9 +105,11 @@ class Cluster:
                     for res, fut in futures.items()}
         return retrying(call)
 
-    def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
-        """Set these configs on the topic (incremental: its other configs stay as they are)."""
+    def set_topic_configs(self, topic: str, configs: Mapping[str, str], delete: Iterable[str] = ()) -> None:
+        """Set these configs on the topic and delete those (back to the broker's default); incremental: its
+        other configs stay as they are."""
         entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in sorted(delete)]
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
         try:
             retrying(lambda: self.admin.incremental_alter_configs([resource], request_timeout=TIMEOUT)[resource]
@@ -169,9 +171,10 @@ class Cluster:
 
 
 def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy: Policy,
-                  source: Cluster | None = None) -> list[str]:
+                  source: Cluster | None = None, on_refused: Callable[[str], None] = lambda _topic: None) -> list[str]:
     """Create target topics (same partition count; with `source`, its topics' own configs) or add
-    partitions, before anything is written."""
+    partitions, before anything is written. A topic whose configs the target refuses is created with the
+    target's defaults and handed to `on_refused` (a metric)."""
     existing = target.partitions()
     missing = [t for t in source_partitions if policy.target_topic(t) not in existing]
     configs = source.topic_configs(missing) if source is not None else {}
@@ -205,39 +208,13 @@ def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy:
                 log.warning("target topic %s: the target refused the source topic's configs (%s); creating it "
                             "with the target's defaults", name, err.str())
                 _create_plain(target, name, counts[name])
+                on_refused(name)
                 created.append(name)
             elif err.code() not in (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS):
                 raise MirrordError(f"cannot {what} target topic {name}: {err.str()}") from None
     if created:
         _wait_visible(target, {policy.target_topic(t): n for t, n in source_partitions.items()})
     return created
-
-
-def sync_topic_configs(source: Cluster, target: Cluster, topics: Iterable[str], policy: Policy) -> int:
-    """Give existing target topics the configs changed on their source topics since (MirrorMaker 2's
-    sync.topic.configs); a config the target refuses is logged and the other topics still synced.
-    Returns the number of topics that could not be synced."""
-    failed = 0
-    topics = list(topics)
-    wanted = source.topic_configs(topics)
-    names = {t: policy.target_topic(t) for t in topics}
-    existing = target.partitions()
-    have = target.topic_configs(n for n in names.values() if n in existing)
-    for topic, name in sorted(names.items()):
-        if name not in have:
-            continue  # not created yet: ensure_topics copies the configs when it creates it
-        changes = topic_config_changes(wanted.get(topic, {}), have[name])
-        if not changes:
-            continue
-        try:
-            target.set_topic_configs(name, changes)
-        except MirrordError as exc:
-            failed += 1
-            log.warning("%s", exc)
-            continue
-        log.info("target topic %s: configs updated (%s)", name,
-                 ", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
-    return failed
 
 
 def _create_plain(target: Cluster, name: str, partitions: int) -> None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from mirrord import admin, checkpoints, heartbeats, translate
+from mirrord import admin, checkpoints, heartbeats, topic_configs, translate
 from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
@@ -55,6 +55,7 @@ class Daemon:
         self._syncs_lock = threading.Lock()
         self._syncs_reader: admin.OffsetSyncsReader | None = None
         self._heartbeats = heartbeats.Heartbeats(self.metrics)
+        self._seen_configs = topic_configs.SeenConfigs(self.settings.state_dir / "topic-configs.json")
         self._checkpoints = checkpoints.CheckpointWriter(checkpoints.checkpoints_topic(self.settings.source_alias))
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
@@ -88,8 +89,8 @@ class Daemon:
         jobs = Scheduler(self._stop, self.metrics)
         jobs.start(Job("topics", lambda: TOPICS_EVERY, lambda: self._target_topics(self._mirrored_topics())))
         jobs.start(Job("configs", lambda: self.settings.sync_topic_configs_interval,
-                       lambda: admin.sync_topic_configs(self.source, self.target, self._mirrored_topics(),
-                                                        self.flow.policy),
+                       lambda: topic_configs.sync(self.source, self.target, self._mirrored_topics(),
+                                                  self.flow.policy, self._seen_configs),
                        lambda: self.settings.sync_topic_configs))
         jobs.start(Job("groups", lambda: self.settings.sync_group_offsets_interval, self._sync_groups,
                        lambda: self.settings.sync_group_offsets))
@@ -127,7 +128,8 @@ class Daemon:
 
     def _start_query(self) -> None:
         pipeline = Pipeline(self.spark, self.flow)
-        self.topics = TargetTopics(self.flow, self.source, self.target)
+        self.topics = TargetTopics(self.flow, self.source, self.target,
+                                   lambda topic: self.metrics.config_refused.labels(self.settings.flow, topic).inc())
         self._target_topics(self.source.partitions(self.flow.pattern))
         if has_checkpoint(self.settings):
             starting = "earliest"  # ignored by Spark: the checkpoint decides
@@ -346,9 +348,11 @@ class Daemon:
         """Source groups' offsets, translated, into the checkpoints topic on the target."""
         s = self.settings
         self._read_syncs()
-        return checkpoints.emit_checkpoints(self.source, self.target, self._checkpoints, self._mirrored_topics(),
-                                            self.syncs, self._syncs_lock, self.flow.policy, s.groups,
-                                            s.groups_exclude, s.group_id)
+        checkpoints.emit_checkpoints(self.source, self.target, self._checkpoints, self._mirrored_topics(),
+                                     self.syncs, self._syncs_lock, self.flow.policy, s.groups, s.groups_exclude,
+                                     s.group_id)
+        self.metrics.last_checkpoint.labels(s.flow).set(time.time())
+        return 0
 
     def _read_syncs(self) -> None:
         """The offset syncs the interceptors wrote since the last round, from the topic on the target."""

@@ -74,8 +74,8 @@ class Metrics:
         self.job_duration = Histogram("mirrord_job_duration_seconds", "Duration of a periodic job's run",
                                       ["flow", "job"], registry=r,
                                       buckets=(0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120))
-        self.job_success = Gauge("mirrord_job_last_success_timestamp_seconds", "End of a periodic job's last run "
-                                 "without failures (Unix seconds)", ["flow", "job"], registry=r)
+        self.last_checkpoint = Gauge("mirrord_last_checkpoint_timestamp_seconds", "End of the last round that "
+                                     "wrote every group's checkpoints (Unix seconds)", ["flow"], registry=r)
         self.heartbeat_age = Gauge("mirrord_heartbeat_age_seconds", "Now minus the newest heartbeat that came through "
                                    "the flow from the source's `heartbeats` topic: end-to-end liveness",
                                    ["flow"], registry=r)

@@ -1,8 +1,7 @@
 """Periodic side jobs, the MirrorMaker 2 way: one small scheduler, each job a name, an interval and a
 plain function.
 
-Every run is timed (`mirrord_job_duration_seconds{job}`) and logged at debug ("topics took 3 ms"), and
-a run without failures is stamped (`mirrord_job_last_success_timestamp_seconds{job}`: checkpoint age);
+Every run is timed (`mirrord_job_duration_seconds{job}`) and logged at debug ("topics took 3 ms");
 a run that raises is logged, counted in `mirrord_errors_total{kind=<job>}` and tried again at the
 next tick, never fatal: a cluster that does not answer now may answer in a minute (DESIGN decision
 12). A job's function returns how many of its items failed (groups it could not translate, topics it
@@ -56,7 +55,5 @@ class Scheduler:
         self._metrics.job_duration.labels(self._metrics.flow, job.name).observe(took)
         if failed:
             self._metrics.errors.labels(self._metrics.flow, job.name).inc(failed)
-        else:
-            self._metrics.job_success.labels(self._metrics.flow, job.name).set(time.time())
         log.debug("%s took %.0f ms", job.name, took * 1000)
         return failed

@@ -40,13 +40,3 @@ def test_a_disabled_job_does_not_run_and_its_error_series_exists():
     stop.set()
     assert runs == []
     assert metrics.registry.get_sample_value("mirrord_errors_total", {"flow": "f", "kind": "acls"}) == 0.0
-
-
-def test_only_a_run_without_failures_stamps_the_jobs_last_success():
-    metrics = Metrics("f")
-    scheduler = Scheduler(threading.Event(), metrics)
-    scheduler.run_once(Job("checkpoints", lambda: 60, lambda: 1))
-    assert metrics.registry.get_sample_value("mirrord_job_last_success_timestamp_seconds",
-                                             {"flow": "f", "job": "checkpoints"}) is None
-    scheduler.run_once(Job("checkpoints", lambda: 60, lambda: 0))
-    assert _value(metrics, "mirrord_job_last_success_timestamp_seconds", flow="f", job="checkpoints") > 0
