@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from mirrord import admin, checkpoints, heartbeats, topic_configs, translate
+from mirrord import acls, admin, checkpoints, heartbeats, topic_configs, translate
 from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
@@ -98,6 +98,9 @@ class Daemon:
                        lambda: self._heartbeats.run(self.source, self.target, self.settings.source_alias,
                                                     self.settings.target_alias, self.flow.policy),
                        lambda: self.settings.emit_heartbeats))
+        jobs.start(Job("acls", lambda: self.settings.sync_topic_acls_interval,
+                       lambda: acls.sync(self.source, self.target, self.flow.policy, self.settings.whitelist),
+                       lambda: self.settings.sync_topic_acls))
         jobs.start(Job("checkpoints", lambda: self.settings.emit_checkpoints_interval, self._emit_checkpoints,
                        lambda: self.settings.emit_checkpoints))
         self.notifier.ready(self._status_line())
