@@ -1,6 +1,6 @@
 // MirrorMaker 2's own client reads mirrord's checkpoints: RemoteClusterUtils.translateOffsets, as a failover
 // runbook written for MirrorMaker 2 calls it. Run as a single source file:
-//   java -cp '.cache/jars/mm2/*' tests/harness/TranslateOffsets.java BOOTSTRAP REMOTE_ALIAS GROUP
+//   java -cp '.cache/jars/kafka/*' tests/harness/TranslateOffsets.java BOOTSTRAP REMOTE_ALIAS GROUP
 // Prints one line per partition: topic partition offset.
 import java.time.Duration;
 import java.util.HashMap;

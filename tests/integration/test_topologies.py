@@ -16,7 +16,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from tests.harness.kafka import ROOT, KafkaBroker, java
+from tests.harness.kafka import ROOT, KafkaBroker, classpath, java
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import (
     commit_offsets,
@@ -159,8 +159,8 @@ def test_only_committed_transactions_are_mirrored_and_translation_is_never_ahead
         p.commit_transaction(30) if commit else p.abort_transaction(30)
     # source: a0-a9 @0-9, marker @10, b @11-20, marker @21, c @22-31, marker @32, d @33-42, marker @43
     copy = f"{t.L}.{topic}"
-    wait_until(lambda: committed_offsets(t.left.bootstrap, f"{t.prefix}-{t.L}-mirror", topic) == {0: 44}, 120,
-               "the topic mirrored to its end")
+    wait_until(lambda: sum(end_offsets(t.right.bootstrap, copy).values()) >= 20, 240, "the committed records mirrored")
+    time.sleep(5)  # the aborted batch d comes after c: give it time to (wrongly) arrive
     mirrored = [r.value for r in read_all(t.right.bootstrap, copy)[0]]
     assert mirrored == [f"{b}-{i}".encode() for b in "ac" for i in range(10)]
 
@@ -230,7 +230,7 @@ def test_a_group_a_few_records_behind_fails_over_exactly_onto_a_prefilled_target
 
     # the same translation in the checkpoints topic, read by MirrorMaker 2's own client library
     def remote_cluster_utils():
-        done = subprocess.run([java(), "-cp", str(ROOT / ".cache" / "jars" / "mm2" / "*"),
+        done = subprocess.run([java(), "-cp", classpath(),
                                str(ROOT / "tests" / "harness" / "TranslateOffsets.java"), t.right.bootstrap, t.L,
                                group], capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0, done.stderr[-2000:]
