@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
 
 from mirrord.errors import ClusterUnavailable, MirrordError
 from mirrord.offsets import OffsetSync, decode
-from mirrord.policy import Policy, selects, topic_config_changes, topic_configs_to_copy
+from mirrord.policy import Policy, selects, topic_configs_to_copy
 
 log = logging.getLogger(__name__)
 TIMEOUT = 15.0
@@ -105,9 +105,11 @@ class Cluster:
                     for res, fut in futures.items()}
         return retrying(call)
 
-    def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
-        """Set these configs on the topic (incremental: its other configs stay as they are)."""
+    def set_topic_configs(self, topic: str, configs: Mapping[str, str], delete: Iterable[str] = ()) -> None:
+        """Set these configs on the topic and delete those (back to the broker's default); incremental: its
+        other configs stay as they are."""
         entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in sorted(delete)]
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
         try:
             retrying(lambda: self.admin.incremental_alter_configs([resource], request_timeout=TIMEOUT)[resource]
@@ -122,8 +124,12 @@ class Cluster:
 
     def group_has_members(self, group: str) -> bool:
         """Whether consumers are in the group now (a group that does not exist has none)."""
+        return bool(self.group_members(group))
+
+    def group_members(self, group: str) -> list[str]:
+        """The group's members now, as client-id@host."""
         desc = retrying(lambda: self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result())
-        return bool(desc.members)
+        return [f"{m.client_id}@{m.host}" for m in desc.members]
 
     def forget_groups(self, keep: str = "") -> None:
         """Close the clients opened for other groups' offsets."""
@@ -165,9 +171,10 @@ class Cluster:
 
 
 def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy: Policy,
-                  source: Cluster | None = None) -> list[str]:
+                  source: Cluster | None = None, on_refused: Callable[[str], None] = lambda _topic: None) -> list[str]:
     """Create target topics (same partition count; with `source`, its topics' own configs) or add
-    partitions, before anything is written."""
+    partitions, before anything is written. A topic whose configs the target refuses is created with the
+    target's defaults and handed to `on_refused` (a metric)."""
     existing = target.partitions()
     missing = [t for t in source_partitions if policy.target_topic(t) not in existing]
     configs = source.topic_configs(missing) if source is not None else {}
@@ -201,39 +208,13 @@ def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy:
                 log.warning("target topic %s: the target refused the source topic's configs (%s); creating it "
                             "with the target's defaults", name, err.str())
                 _create_plain(target, name, counts[name])
+                on_refused(name)
                 created.append(name)
             elif err.code() not in (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS):
                 raise MirrordError(f"cannot {what} target topic {name}: {err.str()}") from None
     if created:
         _wait_visible(target, {policy.target_topic(t): n for t, n in source_partitions.items()})
     return created
-
-
-def sync_topic_configs(source: Cluster, target: Cluster, topics: Iterable[str], policy: Policy) -> int:
-    """Give existing target topics the configs changed on their source topics since (MirrorMaker 2's
-    sync.topic.configs); a config the target refuses is logged and the other topics still synced.
-    Returns the number of topics that could not be synced."""
-    failed = 0
-    topics = list(topics)
-    wanted = source.topic_configs(topics)
-    names = {t: policy.target_topic(t) for t in topics}
-    existing = target.partitions()
-    have = target.topic_configs(n for n in names.values() if n in existing)
-    for topic, name in sorted(names.items()):
-        if name not in have:
-            continue  # not created yet: ensure_topics copies the configs when it creates it
-        changes = topic_config_changes(wanted.get(topic, {}), have[name])
-        if not changes:
-            continue
-        try:
-            target.set_topic_configs(name, changes)
-        except MirrordError as exc:
-            failed += 1
-            log.warning("%s", exc)
-            continue
-        log.info("target topic %s: configs updated (%s)", name,
-                 ", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
-    return failed
 
 
 def _create_plain(target: Cluster, name: str, partitions: int) -> None:
@@ -258,27 +239,32 @@ def _wait_visible(target: Cluster, wanted: Mapping[str, int], timeout: float = 3
 
 def ensure_offset_syncs_topic(target: Cluster, name: str) -> None:
     """The offset-syncs topic on the target: one partition, compacted, as MirrorMaker 2 creates it."""
-    ensure_internal_topic(target, name, "offset syncs", {"cleanup.policy": "compact"})
+    ensure_internal_topic(target, name, "offset syncs")
 
 
-def ensure_internal_topic(cluster: Cluster, name: str, what: str, config: Mapping[str, str]) -> None:
-    """One of mirrord's own one-partition topics (`*.internal`, never mirrored), created if missing."""
-    if name in cluster.partitions():
+def ensure_internal_topic(target: Cluster, name: str, what: str) -> None:
+    """One of MirrorMaker 2's topics (offset syncs, checkpoints, heartbeats) or mirrord's leader election
+    topic: one partition, compacted."""
+    if name in target.partitions():
         return
-    new = NewTopic(name, num_partitions=1, replication_factor=-1, config=dict(config))
+    new = NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
     try:
-        cluster.admin.create_topics([new], request_timeout=TIMEOUT)[name].result()
-        log.info("%s topic %s created on the %s cluster", what, name, cluster.name)
+        target.admin.create_topics([new], request_timeout=TIMEOUT)[name].result()
+        log.info("%s topic %s created on the %s cluster", what, name, target.name)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise MirrordError(f"cannot create the {what} topic {name}: {exc.args[0].str()}") from None
-    _wait_visible(cluster, {name: 1})
+            raise MirrordError(f"cannot create the {what} topic {name} on the {target.name} cluster: "
+                               f"{exc.args[0].str()}") from None
+    _wait_visible(target, {name: 1})
 
 
-class OffsetSyncsReader:
-    """Reads the offset-syncs topic from its start and keeps up with it, one call at a time: a group is
-    translated only from syncs read to the end of the topic (MirrorMaker 2's rule), so a standby or a
-    host whose state was lost translates as well as the host that wrote them."""
+class TopicReader:
+    """Reads a one-partition internal topic (offset syncs, checkpoints, heartbeats) from its start and
+    keeps up with it, one call at a time: a group is translated only from syncs read to the end of the
+    topic (MirrorMaker 2's rule), so a standby or a host whose state was lost translates as well as the
+    host that wrote them."""
+
+    what = "record"
 
     def __init__(self, cluster: Cluster, topic: str):
         self.topic = topic
@@ -286,10 +272,13 @@ class OffsetSyncsReader:
         self._consumer: Consumer | None = None
         self.position = 0
 
-    def read_to_end(self, add: Callable[[OffsetSync], None], timeout: float = TIMEOUT) -> int:
-        """Hand every sync written since the last call to `add`; returns how many were read."""
+    def decode(self, msg):
+        return msg
+
+    def read_to_end(self, add: Callable[[object], None], timeout: float = TIMEOUT) -> int:
+        """Hand every record written since the last call, decoded, to `add`; returns how many were read."""
         if self._consumer is None:
-            self._consumer = Consumer({**self.cluster.settings, "group.id": "mirrord-offset-syncs-reader",
+            self._consumer = Consumer({**self.cluster.settings, "group.id": "mirrord-internal-topics-reader",
                                        "enable.auto.commit": False, "enable.partition.eof": False})
             self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         _, end = retrying(lambda: self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
@@ -305,9 +294,9 @@ class OffsetSyncsReader:
                     raise MirrordError(f"reading {self.topic}: {msg.error().str()}")
                 self.position = msg.offset() + 1
                 try:
-                    add(decode(msg.key(), msg.value(), msg.headers()))
+                    add(self.decode(msg))
                 except (struct.error, UnicodeDecodeError, TypeError) as exc:
-                    log.warning("%s offset %d: not an offset sync, skipped: %s", self.topic, msg.offset(), exc)
+                    log.warning("%s offset %d: not a %s, skipped: %s", self.topic, msg.offset(), self.what, exc)
                     continue
                 read += 1
         return read
@@ -316,3 +305,10 @@ class OffsetSyncsReader:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+class OffsetSyncsReader(TopicReader):
+    what = "offset sync"
+
+    def decode(self, msg) -> OffsetSync:
+        return decode(msg.key(), msg.value(), msg.headers())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -40,18 +41,43 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EX_CONFIG)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mirrord", description="Mirror Kafka topics from a source to a target cluster on Spark.")
+def _settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help=f"INI settings file (default {config.DEFAULT_CONFIG} "
                    "unless MirrorMaker 1 flags are given)")
     for flag, key in FLAGS.items():
         extra = {"nargs": "?", "const": "true"} if key == "abort.on.send.failure" else {}
         p.add_argument(flag, dest=flag[2:], metavar=key.split(".")[-1].upper(), help=config.KEYS[key].doc, **extra)
-    p.add_argument("--check", action="store_true", help="validate the configuration and exit")
     p.add_argument("--log-level", default=os.environ.get("MIRRORD_LOG_LEVEL", "INFO"),
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mirrord", description="Mirror Kafka topics from a source to a target cluster on Spark. "
+                "`mirrord offsets translate --help`: consumer group failover.")
+    _settings_arguments(p)
+    p.add_argument("--check", action="store_true", help="validate the configuration and exit")
     p.add_argument("--version", action="version", version=f"mirrord {__version__}")
     return p
+
+
+def offsets_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mirrord offsets translate",
+                description="Where a consumer group resumes on the target, per partition, next to its position on "
+                "the source (translated with the flow's offset syncs; never past the group's position).")
+    _settings_arguments(p)
+    p.add_argument("--group", required=True, help="the consumer group, as on the source")
+    p.add_argument("--topic", type=_regex, help="only source topics matching this regular expression")
+    p.add_argument("--apply", action="store_true", help="commit the translated offsets to the group on the target "
+                   "(refused, exit 75, while the group has members there)")
+    return p
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"invalid regular expression {text!r}: {exc}") from None
+    return text
 
 
 PATH_KEYS = ("consumer.config", "producer.config", "state.dir")
@@ -81,10 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     # Stopped before the daemon has started anything: nothing to finish, a clean exit (Ctrl-C too).
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: sys.exit(0))
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    offsets = argv[:2] == ["offsets", "translate"]
+    if argv[:1] == ["offsets"] and not offsets:
+        _Parser(prog="mirrord offsets").error("the only offsets command is `mirrord offsets translate`")
+    args = offsets_parser().parse_args(argv[2:]) if offsets else parser().parse_args(argv)
     _setup_logging(args.log_level)
     try:
         load = settings_loader(args)
+        if offsets:
+            from mirrord import failover
+
+            return failover.run(load(), args.group, args.topic, args.apply)
         if args.check:
             from mirrord.pipeline import Flow
 

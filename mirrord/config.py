@@ -140,8 +140,10 @@ KEYS: dict[str, Key] = {
     "state.dir": Key(_text, "/var/lib/mirrord", "checkpoint and state root"),
     "metrics.listen": Key(_listen, "", "Prometheus endpoint HOST:PORT; empty disables it"),
     "replication.policy": Key(_policy, "identity", "identity (MirrorMaker 1) or prefix (MirrorMaker 2)"),
-    "source.alias": Key(_flow, "source", "name of the source cluster (prefix policy, metrics)"),
-    "target.alias": Key(_flow, "target", "name of the target cluster (cycle detection)"),
+    "source.alias": Key(_flow, "source", "name of the source cluster (prefix policy, checkpoints, heartbeats); "
+                        "required with the prefix policy"),
+    "target.alias": Key(_flow, "target", "name of the target cluster (cycle detection, heartbeats); required "
+                        "with the prefix policy"),
     "replication.policy.separator": Key(_text, ".", "separator of the prefix policy"),
     "spark.master": Key(_optional_text, "", "Spark master URL; empty means local[num.streams]"),
     "max.offsets.per.trigger": Key(_optional_positive_int, "2000000", "records per micro-batch at most"),
@@ -160,6 +162,15 @@ KEYS: dict[str, Key] = {
                                    "consumer group on the target, the others stand by"),
     "leader.session.timeout.ms": Key(_positive_int, "10000", "how long an active host may be silent before a "
                                      "standby takes over (the election group's session.timeout.ms)"),
+    "emit.checkpoints.enabled": Key(_boolean, "true", "write the translated offsets of source consumer groups "
+                                    "to <source.alias>.checkpoints.internal on the target, as MirrorMaker 2"),
+    "emit.checkpoints.interval.seconds": Key(_positive_int, "60", "how often checkpoints are written"),
+    "emit.heartbeats.enabled": Key(_boolean, "true", "write MirrorMaker 2 heartbeats to the `heartbeats` topics "
+                                   "of both clusters (end-to-end liveness, cycle detection)"),
+    "emit.heartbeats.interval.seconds": Key(_positive_int, "1", "how often heartbeats are written"),
+    "sync.topic.acls.enabled": Key(_boolean, "false", "copy the source's topic ACLs (READ, DESCRIBE, ...) to the "
+                                   "target topics, as MirrorMaker 2's sync.topic.acls.enabled"),
+    "sync.topic.acls.interval.seconds": Key(_positive_int, "600", "how often topic ACLs are copied"),
     "stall.timeout.ms": Key(_positive_int, "120000", "a batch running longer than this stops the watchdog"),
 }
 REQUIRED = {"whitelist"}
@@ -203,6 +214,12 @@ class Settings:
     offset_lag_max: int = 100
     leader_election: bool = True
     leader_session_timeout_ms: int = 10000
+    emit_checkpoints: bool = True
+    emit_checkpoints_interval: float = 60.0
+    emit_heartbeats: bool = True
+    emit_heartbeats_interval: float = 1.0
+    sync_topic_acls: bool = False
+    sync_topic_acls_interval: float = 600.0
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -271,6 +288,25 @@ def _section(parser: configparser.ConfigParser, name: str, path: Path, is_settin
         raise ConfigError(path, getattr(exc, "option", None), f"bad ${{...}} reference: {exc.message}") from None
 
 
+ALIAS_KEYS = ("source.alias", "target.alias")
+
+
+def check_aliases(policy: str, given: Mapping[str, Origin], aliases: Mapping[str, str],
+                  where: str | os.PathLike) -> None:
+    """With the prefix policy, the aliases name the clusters in topic names and decide what is never
+    mirrored back: two flows of an active/active pair left at the defaults `source`/`target` would
+    each mirror the other's copies forever (`source.source.source...`). So both must be set, and differ."""
+    if policy != "prefix":
+        return
+    for key in ALIAS_KEYS:
+        if key not in given:
+            raise ConfigError(where, key, "must be set with replication.policy=prefix (the name of that cluster, "
+                              "the same in every flow that reads or writes it)")
+    if aliases["source.alias"] == aliases["target.alias"]:
+        raise given["target.alias"].error(f"must differ from source.alias ({aliases['source.alias']!r}): "
+                                          "with the prefix policy equal aliases make a cycle")
+
+
 def load(
     config_file: Path | None = None,
     flags: Mapping[str, str] | None = None,
@@ -310,6 +346,8 @@ def load(
         else:
             text, origin = spec.default or "", Origin(None, key)
         values[key] = spec.parse(text, origin)
+    check_aliases(str(values["replication.policy"]), {k: raw[k][1] for k in ALIAS_KEYS if k in raw},
+                  {k: str(values[k]) for k in ALIAS_KEYS}, config_file or "command line")
 
     def client(key: str) -> ClientConfig:
         path = Path(str(values[key]))
@@ -342,6 +380,12 @@ def load(
         offset_lag_max=int(values["offset.lag.max"]),  # type: ignore[arg-type]
         leader_election=bool(values["leader.election.enabled"]),
         leader_session_timeout_ms=int(values["leader.session.timeout.ms"]),  # type: ignore[arg-type]
+        emit_checkpoints=bool(values["emit.checkpoints.enabled"]),
+        emit_checkpoints_interval=float(values["emit.checkpoints.interval.seconds"]),  # type: ignore[arg-type]
+        emit_heartbeats=bool(values["emit.heartbeats.enabled"]),
+        emit_heartbeats_interval=float(values["emit.heartbeats.interval.seconds"]),  # type: ignore[arg-type]
+        sync_topic_acls=bool(values["sync.topic.acls.enabled"]),
+        sync_topic_acls_interval=float(values["sync.topic.acls.interval.seconds"]),  # type: ignore[arg-type]
         spark_conf=spark_conf,
         config_file=config_file,
     )

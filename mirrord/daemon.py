@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from mirrord import admin, checkpoints, translate
+from mirrord import acls, admin, checkpoints, heartbeats, topic_configs, translate
 from mirrord.config import Settings, fixed_changes
 from mirrord.errors import ConfigError, MirrordError
 from mirrord.health import ClusterWatch
@@ -61,6 +61,9 @@ class Daemon:
         self.syncs = OffsetSyncStore()  # read back from the offset-syncs topic before each translation
         self._syncs_lock = threading.Lock()
         self._syncs_reader: admin.OffsetSyncsReader | None = None
+        self._heartbeats = heartbeats.Heartbeats(self.metrics)
+        self._seen_configs = topic_configs.SeenConfigs(self.settings.state_dir / "topic-configs.json")
+        self._checkpoints = checkpoints.CheckpointWriter(checkpoints.checkpoints_topic(self.settings.source_alias))
         self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
@@ -110,11 +113,20 @@ class Daemon:
         jobs.start(Job("topics", lambda: TOPICS_EVERY, lambda: self._target_topics(self._mirrored_topics()),
                        lambda: up() and self.query is not None))
         jobs.start(Job("configs", lambda: self.settings.sync_topic_configs_interval,
-                       lambda: admin.sync_topic_configs(self.source, self.target, self._mirrored_topics(),
-                                                        self.flow.policy),
+                       lambda: topic_configs.sync(self.source, self.target, self._mirrored_topics(),
+                                                  self.flow.policy, self._seen_configs),
                        lambda: up() and self.settings.sync_topic_configs))
         jobs.start(Job("groups", lambda: self.settings.sync_group_offsets_interval, self._sync_groups,
                        lambda: up() and self.settings.sync_group_offsets and self._syncs_reader is not None))
+        jobs.start(Job("heartbeats", lambda: self.settings.emit_heartbeats_interval,
+                       lambda: self._heartbeats.run(self.source, self.target, self.settings.source_alias,
+                                                    self.settings.target_alias, self.flow.policy),
+                       lambda: up() and self.settings.emit_heartbeats))
+        jobs.start(Job("acls", lambda: self.settings.sync_topic_acls_interval,
+                       lambda: acls.sync(self.source, self.target, self.flow.policy, self.settings.whitelist),
+                       lambda: up() and self.settings.sync_topic_acls))
+        jobs.start(Job("checkpoints", lambda: self.settings.emit_checkpoints_interval, self._emit_checkpoints,
+                       lambda: up() and self.settings.emit_checkpoints and self._syncs_reader is not None))
         return self._supervise()
 
     def _enter_work_dir(self) -> None:
@@ -133,7 +145,8 @@ class Daemon:
     def _start_query(self) -> None:
         self._prepare_target()
         pipeline = Pipeline(self.spark, self.flow)
-        self.topics = TargetTopics(self.flow, self.source, self.target)
+        self.topics = TargetTopics(self.flow, self.source, self.target,
+                                   lambda topic: self.metrics.config_refused.labels(self.settings.flow, topic).inc())
         self._target_topics(self.source.partitions(self.flow.pattern))
         self._drop_superseded_checkpoint()
         if has_checkpoint(self.settings):
@@ -281,7 +294,7 @@ class Daemon:
             return True
         if self.leadership is None:
             try:
-                admin.ensure_internal_topic(self.target, leader_topic(s.group_id), "leader election", {})
+                admin.ensure_internal_topic(self.target, leader_topic(s.group_id), "leader election")
             except MirrordError as exc:
                 log.warning("%s; retrying in %.0fs", exc, RESTART_BACKOFF)
                 self._retry_at = time.monotonic() + RESTART_BACKOFF
@@ -476,6 +489,16 @@ class Daemon:
         self._read_syncs()
         checkpoints.sync_group_offsets(self.source, self.target, self._mirrored_topics(), self.syncs,
                                        self._syncs_lock, self.flow.policy, s.groups, s.groups_exclude, s.group_id)
+        return 0
+
+    def _emit_checkpoints(self) -> int:
+        """Source groups' offsets, translated, into the checkpoints topic on the target."""
+        s = self.settings
+        self._read_syncs()
+        checkpoints.emit_checkpoints(self.source, self.target, self._checkpoints, self._mirrored_topics(),
+                                     self.syncs, self._syncs_lock, self.flow.policy, s.groups, s.groups_exclude,
+                                     s.group_id)
+        self.metrics.last_checkpoint.labels(s.flow).set(time.time())
         return 0
 
     def _read_syncs(self) -> None:

@@ -71,9 +71,18 @@ class Metrics:
         self.batch_duration = Histogram("mirrord_batch_duration_seconds", "Duration of a mirrored micro-batch",
                                         ["flow"], registry=r,
                                         buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
-        self.job_duration = Histogram("mirrord_job_duration_seconds", "Duration of a periodic job's run",
-                                      ["flow", "job"], registry=r,
-                                      buckets=(0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120))
+        self.task_duration = Histogram("mirrord_task_duration_seconds", "Duration of a periodic job's run",
+                                       ["flow", "task"], registry=r,
+                                       buckets=(0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120))
+        self.last_checkpoint = Gauge("mirrord_last_checkpoint_timestamp_seconds", "End of the last round that "
+                                     "wrote every group's checkpoints (Unix seconds)", ["flow"], registry=r)
+        self.heartbeat_age = Gauge("mirrord_heartbeat_age_seconds", "Now minus the newest heartbeat that came through "
+                                   "the flow from the source's `heartbeats` topic: end-to-end liveness",
+                                   ["flow"], registry=r)
+        self.cycle = Gauge("mirrord_cycle_detected", "1 once this flow's own heartbeats came back to the source "
+                           "(identity policy both ways: records loop)", ["flow"], registry=r)
+        self.config_refused = Counter("mirrord_topic_configs_refused", "Target topics created without their source "
+                                      "topic's configs because the target refused them", ["flow", "topic"], registry=r)
         self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records) before "
                             "mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
@@ -90,6 +99,7 @@ class Metrics:
         self.up.labels(flow).set(0)
         self.lag.labels(flow).set(0)
         self.last_commit.labels(flow)
+        self.cycle.labels(flow).set(0)
         for kind in ("delivery", "query", "commit", "lag", "progress"):
             self.errors.labels(flow, kind)
 

@@ -225,17 +225,19 @@ class TargetTopics:
     source topic's own configs) before its records can be written, and adds partitions as the source
     grows. The target is asked only about topics not yet seen."""
 
-    def __init__(self, flow: Flow, source: admin.Cluster, target: admin.Cluster):
+    def __init__(self, flow: Flow, source: admin.Cluster, target: admin.Cluster,
+                 on_refused: Callable[[str], None] = lambda _topic: None):
         self.flow = flow
         self.source = source
         self.target = target
+        self.on_refused = on_refused
         self._ready: dict[str, int] = {}  # source topic → partitions known to exist in the target
 
     def ensure(self, wanted: dict[str, int]) -> None:
         new = {t: n for t, n in wanted.items() if self._ready.get(t, 0) < n}
         if new:
             admin.ensure_topics(new, self.target, self.flow.policy,
-                                self.source if self.flow.settings.sync_topic_configs else None)
+                                self.source if self.flow.settings.sync_topic_configs else None, self.on_refused)
             self._ready.update(new)
 
 

@@ -29,6 +29,9 @@ class IdentityPolicy:
     def exclusion_regex(self) -> str:
         return ""
 
+    def heartbeats_regex(self) -> str:
+        return "heartbeats"
+
 
 @dataclass(frozen=True)
 class PrefixPolicy:
@@ -52,6 +55,10 @@ class PrefixPolicy:
         sep = re.escape(self.separator)
         return f"(?!(?:.*{sep})?{re.escape(self.target_alias)}{sep})"
 
+    def heartbeats_regex(self) -> str:
+        """`heartbeats` and its remote copies (`A.heartbeats`, `B.A.heartbeats`), MirrorMaker 2's isHeartbeatsTopic."""
+        return f"(?:.*{re.escape(self.separator)})?heartbeats"
+
 
 Policy = IdentityPolicy | PrefixPolicy
 
@@ -65,9 +72,13 @@ def make_policy(name: str, source_alias: str, target_alias: str, separator: str)
 def subscribe_pattern(whitelist: str, policy: Policy) -> str:
     """One regex, valid in Java and Python, for Spark's `subscribePattern` and for our own listing.
 
-    Internal topics and cycles are excluded by lookaheads, so the Kafka source never reads them.
+    Internal topics and cycles are excluded by lookaheads, so the Kafka source never reads them. Anchored:
+    Spark's source keeps the topics the pattern is *found* in (Scala's findFirstIn), so without `^...$`
+    `prd-a` would also take `xprd-a`, and a cycle's `right.orders` matches from its second word. Heartbeats
+    are always mirrored, whatever the whitelist, as MirrorMaker 2 does: they are how a chain of flows and
+    the flow itself are seen to be alive.
     """
-    return f"(?!__)(?!.*\\.internal$){policy.exclusion_regex()}(?:{whitelist})"
+    return f"^(?!__)(?!.*\\.internal$){policy.exclusion_regex()}(?:{whitelist}|{policy.heartbeats_regex()})$"
 
 
 def selects(pattern: str, topic: str) -> bool:
@@ -92,3 +103,11 @@ def topic_config_changes(source: dict[str, str], target: dict[str, str]) -> dict
     """What to set on a target topic so that it has its source topic's configs. A config set only on
     the target is left alone (as MirrorMaker 2 with use.defaults.from=target): an operator's choice."""
     return {k: v for k, v in topic_configs_to_copy(source).items() if target.get(k) != v}
+
+
+def topic_config_deletions(previous_source: dict[str, str], source: dict[str, str], target: dict[str, str]) -> set[str]:
+    """What to delete on a target topic: configs its source topic had when last seen and no longer has,
+    where the target still holds the value copied from it. A config set only on the target was never on
+    the source (or was changed on the target since): an operator's choice, left alone."""
+    before, now = topic_configs_to_copy(previous_source), topic_configs_to_copy(source)
+    return {k for k, v in before.items() if k not in now and target.get(k) == v}

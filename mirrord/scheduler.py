@@ -1,7 +1,7 @@
 """Periodic side jobs, the MirrorMaker 2 way: one small scheduler, each job a name, an interval and a
 plain function.
 
-Every run is timed (`mirrord_job_duration_seconds{job}`) and logged at debug ("topics took 3 ms");
+Every run is timed (`mirrord_task_duration_seconds{task}`) and logged at debug ("topics took 3 ms");
 a run that raises is logged, counted in `mirrord_errors_total{kind=<job>}` and tried again at the
 next tick, never fatal: a cluster that does not answer now may answer in a minute (DESIGN decision
 12). A job's function returns how many of its items failed (groups it could not translate, topics it
@@ -52,7 +52,7 @@ class Scheduler:
             failed = 1
             log.warning("%s failed, retrying in %.0fs: %s", job.name, job.interval(), exc)
         took = time.monotonic() - began
-        self._metrics.job_duration.labels(self._metrics.flow, job.name).observe(took)
+        self._metrics.task_duration.labels(self._metrics.flow, job.name).observe(took)
         if failed:
             self._metrics.errors.labels(self._metrics.flow, job.name).inc(failed)
         log.debug("%s took %.0f ms", job.name, took * 1000)

@@ -34,6 +34,11 @@ class SourceOptions:
     ignored: dict[str, str] = field(default_factory=dict)
 
 
+# Aborted transactions are not data: the Java consumer's default (read_uncommitted) would mirror them as
+# committed records (KAFKA-14021). consumer.properties may still say read_uncommitted.
+SOURCE_ISOLATION = "read_committed"
+
+
 def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
     """Spark Kafka source options (`kafka.*`) from consumer.properties."""
     options: dict[str, str] = {}
@@ -58,10 +63,15 @@ def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
         elif key == "exclude.internal.topics":
             if low != "true":
                 raise cfg.error(key, "internal topics are never mirrored; set true or remove it")
+        elif key == "isolation.level":
+            if low not in ("read_committed", "read_uncommitted"):
+                raise cfg.error(key, f"must be read_committed or read_uncommitted, got {value!r}")
+            options[f"kafka.{key}"] = low
         elif key in ("partition.assignment.strategy", "group.instance.id", "auto.commit.interval.ms"):
             ignored[key] = "partitions are assigned by Spark, not by a consumer group"
         else:
             options[f"kafka.{key}"] = value
+    options.setdefault("kafka.isolation.level", SOURCE_ISOLATION)
     return SourceOptions(options, starting, ignored)
 
 

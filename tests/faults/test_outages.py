@@ -4,6 +4,7 @@ mirroring resumes within 30 s with nothing lost."""
 
 from __future__ import annotations
 
+import signal
 import time
 
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
@@ -36,12 +37,23 @@ def test_a_150_s_outage_of_the_target_and_then_the_source_never_ends_mirrord_and
             down.stop()
             began = time.monotonic()
             lags = []
+            reloaded = False
             while time.monotonic() - began < OUTAGE:
                 assert daemon.alive(), f"mirrord exited during the {name} outage:\n{daemon.output()[-3000:]}"
+                if name == "target" and not reloaded and time.monotonic() - began > 20:
+                    # a whitelist change restarts the query: refused while a cluster is away, not fatal
+                    config.write_text(config.read_text().replace(f"whitelist = {topic}", f"whitelist = {topic}|x"))
+                    daemon.signal(signal.SIGHUP)
+                    wait_until(lambda: "reload refused" in daemon.output(), 30, "the reload's refusal")
+                    config.write_text(config.read_text().replace(f"whitelist = {topic}|x", f"whitelist = {topic}"))
+                    reloaded = True
                 metrics = daemon.metrics()
                 lags.append(metric_value(metrics, "mirrord_lag_records"))
                 time.sleep(5)
             assert metric_value(metrics, "mirrord_cluster_up", cluster=name) == 0
+            if name == "target":
+                refusal = next(line for line in daemon.output().splitlines() if "reload refused" in line)
+                assert "not during an outage (target cluster" in refusal, refusal
             assert metric_value(metrics, "mirrord_cluster_up", cluster="target" if name == "source" else "source") == 1
             status = notify.lines("STATUS=", since=began)
             assert any(f"{name} cluster ({down.bootstrap}) unreachable since" in line for line in status), status

@@ -141,10 +141,16 @@ def test_a_target_topic_gets_its_source_topics_own_configs_and_their_changes(kaf
               "segment.ms": "3600000", "segment.bytes": "1048576"}
     wait_until(lambda: topic_own_configs(target.bootstrap, topic) == wanted, 60, f"the target topic's configs {wanted}")
 
+    # a config deleted on the source goes from the target too; the operator's own setting still stays
+    set_topic_configs(source.bootstrap, topic, {"segment.ms": None, "max.message.bytes": None})
+    wanted = {"retention.ms": "2592000000", "cleanup.policy": "compact,delete", "segment.bytes": "1048576"}
+    wait_until(lambda: topic_own_configs(target.bootstrap, topic) == wanted, 60, f"the target topic's configs {wanted}")
 
-def set_topic_configs(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
-    """As `kafka-configs --alter --add-config` would."""
-    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+
+def set_topic_configs(bootstrap: str, topic: str, configs: dict[str, str | None]) -> None:
+    """As `kafka-configs --alter --add-config` (or `--delete-config`, for None) would."""
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None else
+                           AlterConfigOpType.DELETE) for k, v in configs.items()]
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client cancels its requests
     admin.incremental_alter_configs([resource])[resource].result()

@@ -92,7 +92,7 @@ def scraped(kafka_pair, tmp_path_factory):
     topic = f"obs-{uuid.uuid4().hex[:6]}"
     create_topic(source.bootstrap, topic, 2)
     config = write_flow(workdir / "flow", source.bootstrap, target.bootstrap, f"{topic}.*", group=f"{topic}-group",
-                        conf={"flow": "obs"})
+                        conf={"flow": "obs", "emit.checkpoints.interval.seconds": "2"})
     mirrord = Mirrord(config).start()
     prometheus = None
     try:

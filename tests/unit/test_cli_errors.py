@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 EX_CONFIG = 78
+ROOT = Path(__file__).resolve().parents[2]  # this tree's mirrord, not whichever the virtualenv installed
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mirrord", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+                          timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
 
 
 @pytest.fixture
@@ -118,3 +119,13 @@ def test_kafkas_java_clients_judge_the_properties_files_before_spark_starts(file
     with open(files / file, "a") as f:
         f.write(line + "\n")
     assert_config_error(run(*mm1_flags(), "--check", cwd=files), expected)
+
+
+@pytest.mark.parametrize("check", [["--check"], []])
+def test_prefix_policy_with_default_aliases_is_refused_at_start_and_by_check(files, check):
+    """Two flows of an active/active pair left at `source`/`target` would loop forever."""
+    result = run(*mm1_flags(), "--replication.policy", "prefix", *check, cwd=files)
+    assert_config_error(result, "source.alias: must be set with replication.policy=prefix")
+    result = run(*mm1_flags(), "--replication.policy", "prefix", "--source.alias", "left", "--target.alias", "left",
+                 *check, cwd=files)
+    assert_config_error(result, "--target.alias: must differ from source.alias ('left')")

@@ -107,3 +107,19 @@ def test_a_reload_may_not_change_the_flows_identity_state_or_clusters(tmp_path):
         "group.id (consumer.properties)", "bootstrap.servers (consumer.properties)",
         "bootstrap.servers (producer.properties)"]
     assert fixed_changes(running, settings("[spark]\nspark.driver.memory = 2g\n")) == ["[spark]"]
+def test_prefix_policy_needs_both_aliases_set_and_different(conf_dir):
+    conf = conf_dir / "mirrord.conf"
+    conf.write_text("[mirrord]\nwhitelist = a\nreplication.policy = prefix\nsource.alias = left\n")
+    with pytest.raises(ConfigError, match=rf"^{conf}: target.alias: must be set with replication.policy=prefix"):
+        load(conf, environ={})
+    conf.write_text("[mirrord]\nwhitelist = a\nreplication.policy = prefix\nsource.alias = left\n"
+                    "target.alias = left\n")
+    with pytest.raises(ConfigError, match=rf"^{conf}: target.alias: must differ from source.alias \('left'\)"):
+        load(conf, environ={})
+    s = load(conf, {"target.alias": "right"}, environ={})
+    assert (s.source_alias, s.target_alias) == ("left", "right")
+
+
+def test_identity_policy_keeps_the_default_aliases(conf_dir):
+    s = load(conf_dir / "mirrord.conf", environ={})
+    assert (s.source_alias, s.target_alias) == ("source", "target")

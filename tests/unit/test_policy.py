@@ -1,3 +1,5 @@
+import re
+
 from mirrord.policy import (
     IdentityPolicy,
     PrefixPolicy,
@@ -5,6 +7,7 @@ from mirrord.policy import (
     selects,
     subscribe_pattern,
     topic_config_changes,
+    topic_config_deletions,
     topic_configs_to_copy,
 )
 
@@ -35,6 +38,27 @@ def test_subscribe_pattern_excludes_internal_topics_and_cycles():
     assert selects(identity, "prd-a") and not selects(identity, "prd-ab") and not selects(identity, "xprd-a")
 
 
+def test_heartbeats_are_mirrored_whatever_the_whitelist_but_never_back_to_their_cluster():
+    prefix = subscribe_pattern("orders", PrefixPolicy("left", "right"))
+    for topic in ("heartbeats", "east.heartbeats", "east.west.heartbeats"):
+        assert selects(prefix, topic), topic
+    for topic in ("right.heartbeats", "east.right.heartbeats", "heartbeats2", "myheartbeats"):
+        assert not selects(prefix, topic), topic
+    identity = subscribe_pattern("orders", IdentityPolicy())
+    assert selects(identity, "heartbeats") and not selects(identity, "east.heartbeats")
+
+
+def test_the_pattern_holds_where_spark_only_searches_for_it():
+    """Spark's Kafka source keeps a topic when the pattern is found anywhere in its name (findFirstIn)."""
+    prefix = subscribe_pattern(".*orders.*", PrefixPolicy("left", "right"))
+    assert re.search(prefix, "orders") and re.search(prefix, "left.orders")
+    for topic in ("right.orders", "x.right.orders", "right.heartbeats", "__orders", "orders.internal"):
+        assert not re.search(prefix, topic), topic
+    identity = subscribe_pattern("prd-(a|b)", IdentityPolicy())
+    for topic in ("xprd-a", "prd-ab", "my.heartbeats"):
+        assert not re.search(identity, topic), topic
+
+
 def test_cycle_rule_and_regex_agree():
     policy = PrefixPolicy("left", "right")
     pattern = subscribe_pattern(".*", policy)
@@ -56,3 +80,12 @@ def test_only_configs_that_differ_from_the_source_are_set_and_target_only_ones_a
     target = {"retention.ms": "604800000", "cleanup.policy": "compact", "segment.bytes": "1048576"}
     assert topic_config_changes(source, target) == {"retention.ms": "-1"}
     assert topic_config_changes(source, {"retention.ms": "-1", "cleanup.policy": "compact"}) == {}
+
+
+def test_a_config_deleted_on_the_source_is_deleted_on_the_target_only_where_mirrord_copied_it():
+    before = {"retention.ms": "-1", "segment.ms": "3600000", "min.insync.replicas": "2"}
+    now = {"retention.ms": "-1"}
+    target = {"retention.ms": "-1", "segment.ms": "3600000", "segment.bytes": "1048576", "min.insync.replicas": "2"}
+    assert topic_config_deletions(before, now, target) == {"segment.ms"}
+    assert topic_config_deletions(before, now, {**target, "segment.ms": "60000"}) == set(), "changed on the target"
+    assert topic_config_deletions({}, now, target) == set(), "set only on the target"

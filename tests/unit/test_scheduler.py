@@ -23,7 +23,7 @@ def test_a_failing_run_is_counted_and_the_job_runs_again():
     assert stop.wait(10)
     assert len(runs) == 3
     assert _value(metrics, "mirrord_errors_total", flow="f", kind="checkpoints") == 1 + 2 + 2
-    assert _value(metrics, "mirrord_job_duration_seconds_count", flow="f", job="checkpoints") == 3
+    assert _value(metrics, "mirrord_task_duration_seconds_count", flow="f", task="checkpoints") == 3
 
 
 def test_a_disabled_job_does_not_run_and_its_error_series_exists():

@@ -15,7 +15,14 @@ def test_consumer_properties_become_spark_source_options():
     src = consumer_to_spark(cfg(**{"group.id": "g", "auto.offset.reset": "latest", "security.protocol": "SASL_SSL",
                                    "enable.auto.commit": "false", "exclude.internal.topics": "true"}))
     assert src.starting == "latest"
-    assert src.spark_options == {"kafka.bootstrap.servers": "b:9092", "kafka.security.protocol": "SASL_SSL"}
+    assert src.spark_options == {"kafka.bootstrap.servers": "b:9092", "kafka.security.protocol": "SASL_SSL",
+                                 "kafka.isolation.level": "read_committed"}
+
+
+def test_the_source_is_read_committed_unless_consumer_properties_say_otherwise():
+    assert consumer_to_spark(cfg()).spark_options["kafka.isolation.level"] == "read_committed"
+    chosen = consumer_to_spark(cfg(**{"isolation.level": "READ_UNCOMMITTED"}))
+    assert chosen.spark_options["kafka.isolation.level"] == "read_uncommitted"
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
@@ -23,6 +30,7 @@ def test_consumer_properties_become_spark_source_options():
     ("key.deserializer", "org.apache.kafka.common.serialization.StringDeserializer", "copied as bytes"),
     ("interceptor.classes", "com.example.Audit", "does not support consumer interceptors"),
     ("auto.offset.reset", "none", "must be earliest or latest"),
+    ("isolation.level", "serializable", "must be read_committed or read_uncommitted"),
 ])
 def test_consumer_keys_spark_cannot_take_are_refused_with_file_and_key(key, value, message):
     with pytest.raises(ConfigError) as exc:
