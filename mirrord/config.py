@@ -18,6 +18,7 @@ from pathlib import Path
 import javaproperties
 
 from mirrord.errors import ConfigError
+from mirrord.redact import dataclass_repr, remember_secrets
 
 DEFAULT_CONFIG = Path("/etc/mirrord/mirrord.conf")
 SECTION = "mirrord"
@@ -168,6 +169,8 @@ class ClientConfig:
     path: Path
     properties: Mapping[str, str]
 
+    __repr__ = dataclass_repr
+
     def error(self, key: str | None, reason: str) -> ConfigError:
         return ConfigError(self.path, key, reason)
 
@@ -199,6 +202,8 @@ class Settings:
     offset_lag_max: int = 100
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
+
+    __repr__ = dataclass_repr
 
     @property
     def state_dir(self) -> Path:
@@ -232,6 +237,7 @@ def read_properties(path: Path) -> ClientConfig:
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(path, None, f"not a readable Java properties file: {exc}") from None
     props = {k.strip(): v.strip() for k, v in props.items()}
+    remember_secrets(props)
     if not props.get("bootstrap.servers"):
         raise ConfigError(path, "bootstrap.servers", "required, and missing or empty")
     return ClientConfig(path=path, properties=props)
@@ -284,6 +290,7 @@ def load(
                 raise ConfigError(config_file, key, f"unknown setting in [{SECTION}]")
             raw[key] = (value, Origin(str(config_file), key))
         spark_conf = _section(parser, SPARK_SECTION, config_file, lambda k: k.startswith("spark."))
+        remember_secrets(spark_conf)
         for key in spark_conf:
             if not key.startswith("spark."):
                 raise ConfigError(config_file, key, f"[{SPARK_SECTION}] takes Spark settings (spark.*) only")

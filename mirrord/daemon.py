@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from mirrord import admin, checkpoints, translate
+from mirrord import admin, checkpoints
 from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
@@ -104,9 +104,8 @@ class Daemon:
         os.chdir(work)
 
     def _connect(self) -> None:
-        s = self.settings
-        self.source = admin.Cluster("source", translate.admin_settings(s.consumer))
-        self.target = admin.Cluster("target", translate.admin_settings(s.producer))
+        self.source = admin.Cluster("source", self.flow.source_admin)
+        self.target = admin.Cluster("target", self.flow.target_admin)
         self.source.check()
         self.target.check()
         admin.ensure_offset_syncs_topic(self.target, self.flow.offset_syncs_topic)

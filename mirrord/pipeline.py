@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirrord import admin, translate
-from mirrord.config import Settings
+from mirrord.config import ClientConfig, Settings
 from mirrord.errors import ConfigError, MirrordError
 from mirrord.policy import Policy, make_policy, subscribe_pattern
+from mirrord.redact import SECRET_KEY, dataclass_repr, redact
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -51,9 +53,10 @@ def connector_jars() -> list[str]:
                                    f"{', '.join(map(str, candidates))} (a source tree needs `make jars`)")
 
 
-def check_java_client(cfg, kind: str) -> None:
+def check_java_client(cfg: ClientConfig, kind: str) -> translate.JaasLogin | None:
     """Let Kafka's own Java client judge a .properties file (`io.mirrord.ClientConfigCheck`), as it would
-    at start inside Spark, where an unknown key is only a warning: a typo is a config error here."""
+    at start inside Spark, where an unknown key is only a warning: a typo is a config error here. Returns
+    its sasl.jaas.config as Kafka's own parser read it (None without one)."""
     import pyspark
 
     slf4j = sorted((Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar"))
@@ -66,12 +69,27 @@ def check_java_client(cfg, kind: str) -> None:
                                   timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {exc}") from None
+    lines = done.stdout.decode("utf-8", "replace").splitlines()
     if done.returncode == 1:
-        key, _, reason = done.stdout.decode("utf-8", "replace").splitlines()[0].partition("\t")
-        raise cfg.error(key or None, reason)
+        key, _, reason = lines[0].partition("\t")
+        raise cfg.error(key or None, redact(reason))
     if done.returncode != 0:
         raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: "
-                           f"{done.stderr.decode('utf-8', 'replace').strip()[:300]}")
+                           f"{redact(done.stderr.decode('utf-8', 'replace').strip()[:300])}")
+    return _jaas_login(lines)
+
+
+def _unescape(text: str) -> str:
+    """ClientConfigCheck's escapes undone: backslash, tab, newline, carriage return."""
+    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), text)
+
+
+def _jaas_login(lines: list[str]) -> translate.JaasLogin | None:
+    """`jaas<TAB>module<TAB>option<TAB>value` lines (ClientConfigCheck's) as a JaasLogin."""
+    rows = [[_unescape(f) for f in line.split("\t")[1:]] for line in lines if line.startswith("jaas\t")]
+    if not rows:
+        return None
+    return translate.JaasLogin(rows[0][0], {option: value for _, option, value in rows if option})
 
 
 def offset_syncs_topic(settings: Settings) -> str:
@@ -88,6 +106,10 @@ class Flow:
     pattern: str
     source_options: translate.SourceOptions
     sink_options: dict[str, str]
+    source_admin: dict[str, str]  # librdkafka settings of mirrord's admin clients
+    target_admin: dict[str, str]
+
+    __repr__ = dataclass_repr
 
     @property
     def offset_syncs_topic(self) -> str:
@@ -98,11 +120,11 @@ class Flow:
         policy = make_policy(settings.replication_policy, settings.source_alias, settings.target_alias,
                              settings.separator)
         sink, ignored = translate.sink_options(settings.producer)
-        translate.check_librdkafka(settings.producer, translate.admin_settings(settings.producer))
-        translate.check_librdkafka(settings.consumer, translate.admin_settings(settings.consumer))
         source = translate.consumer_to_spark(settings.consumer)
-        check_java_client(settings.producer, "producer")
-        check_java_client(settings.consumer, "consumer")
+        target_admin = translate.admin_settings(settings.producer, check_java_client(settings.producer, "producer"))
+        source_admin = translate.admin_settings(settings.consumer, check_java_client(settings.consumer, "consumer"))
+        translate.check_librdkafka(settings.producer, target_admin)
+        translate.check_librdkafka(settings.consumer, source_admin)
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)
         sink.update({
@@ -110,7 +132,8 @@ class Flow:
             "kafka.mirrord.offset.lag.max": str(settings.offset_lag_max),
             "kafka.mirrord.source.topic.prefix": policy.target_prefix,
         })
-        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, sink)
+        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, sink, source_admin,
+                   target_admin)
 
 
 def has_checkpoint(settings: Settings) -> bool:
@@ -144,6 +167,7 @@ def spark_session(settings: Settings):
     log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
     user = dict(settings.spark_conf)
     plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
+    own_regex = user.pop("spark.redaction.regex", "")
     conf = {
         "spark.jars": ",".join(connector_jars()),
         "spark.ui.enabled": "false",
@@ -155,6 +179,8 @@ def spark_session(settings: Settings):
         "spark.sql.streaming.noDataProgressEventInterval": "5000",
         **user,
         "spark.plugins": plugins,
+        # Spark's default misses sasl.jaas.config; an operator's own regex is kept, and ours added to it
+        "spark.redaction.regex": f"(?:{own_regex})|(?:{SECRET_KEY.pattern})" if own_regex else SECRET_KEY.pattern,
     }
     builder = SparkSession.builder.master(settings.spark_master).appName(f"mirrord-{settings.flow}")
     for key, value in conf.items():
@@ -163,7 +189,8 @@ def spark_session(settings: Settings):
         spark = builder.getOrCreate()
         spark.udf.registerJavaFunction(*ENVELOPE_UDF, BinaryType())
     except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
-        raise MirrordError(f"cannot start Spark ({settings.spark_master}): {str(exc).splitlines()[0]}") from None
+        first = redact(str(exc).splitlines()[0])
+        raise MirrordError(f"cannot start Spark ({settings.spark_master}): {first}") from None
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
@@ -230,9 +257,15 @@ class Pipeline:
                 .start())
 
 
+KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"  # every Kafka client error extends it
+
+
 def failure(query) -> tuple[str, str] | None:
-    """Why a stopped query stopped, as (kind, one line): kind "delivery" when the root cause is Kafka's
-    client (the target refused or timed out records), else "query"; None while it runs."""
+    """Why a stopped query stopped, as (kind, one line): kind "delivery" when a cause is Kafka's client's
+    exception (the target refused or timed out records), else "query"; None while it runs."""
+    from py4j.java_gateway import is_instance_of
+    from pyspark import SparkContext
+
     if query.isActive:
         return None
     java = query._jsq.exception()
@@ -241,12 +274,12 @@ def failure(query) -> tuple[str, str] | None:
     cause = java.get()
     kind = "query"
     while cause is not None:
-        if str(cause.getClass().getName()).startswith("org.apache.kafka."):
+        if is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
             kind = "delivery"
         root, cause = cause, cause.getCause()
         if cause is not None and cause.equals(root):
             break
-    return kind, str(root.toString()).splitlines()[0][:500]
+    return kind, redact(str(root.toString()).splitlines()[0][:500])
 
 
 def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:
