@@ -155,21 +155,14 @@ def starting_offsets(flow: Flow, source: admin.Cluster) -> str:
     return json.dumps(spec)
 
 
-def spark_session(settings: Settings):
-    """One SparkSession per process, kept across query restarts and reloads."""
-    if settings.spark_master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the driver's own; executors run no Python
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-    from pyspark.sql.types import BinaryType
-
+def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
+    """The SparkSession's settings: mirrord's, the [spark] section's, and what mirrord adds to both."""
     log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
     user = dict(settings.spark_conf)
     plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
     own_regex = user.pop("spark.redaction.regex", "")
-    conf = {
-        "spark.jars": ",".join(connector_jars()),
+    return {
+        "spark.jars": ",".join(jars),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(settings.num_streams),
@@ -179,11 +172,22 @@ def spark_session(settings: Settings):
         "spark.sql.streaming.noDataProgressEventInterval": "5000",
         **user,
         "spark.plugins": plugins,
-        # Spark's default misses sasl.jaas.config; an operator's own regex is kept, and ours added to it
-        "spark.redaction.regex": f"(?:{own_regex})|(?:{SECRET_KEY.pattern})" if own_regex else SECRET_KEY.pattern,
+        # Spark's default misses kafka.sasl.jaas.config: mirrord's secret keys, and the operator's own regex
+        "spark.redaction.regex": SECRET_KEY.pattern + (f"|(?:{own_regex})" if own_regex else ""),
     }
+
+
+def spark_session(settings: Settings):
+    """One SparkSession per process, kept across query restarts and reloads."""
+    if settings.spark_master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the driver's own; executors run no Python
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import BinaryType
+
     builder = SparkSession.builder.master(settings.spark_master).appName(f"mirrord-{settings.flow}")
-    for key, value in conf.items():
+    for key, value in spark_conf(settings, connector_jars()).items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()

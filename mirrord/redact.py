@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 HIDDEN = "[hidden]"
 # Java regex syntax too (Spark's spark.redaction.regex); a superset of Spark's default
 # `(?i)secret|password|token|access[.]?key`.
-SECRET_KEY = re.compile(r"(?i)secret|password|passphrase|token|access[.]?key|credential|jaas"
-                        r"|keystore[.]key|key[.]pem|private[.]key|oauthbearer[.]config")
-_KEY = r"[\w.\-]*(?:" + SECRET_KEY.pattern.removeprefix("(?i)") + r")[\w.\-]*"
+SECRET_KEY = re.compile(r"(?i:secret|password|passphrase|token|access[.]?key|credential|jaas"
+                        r"|keystore[.]key|key[.]pem|private[.]key|oauthbearer[.]config)")
+_KEY = r"[\w.\-]*" + SECRET_KEY.pattern + r"[\w.\-]*"
 # `key=value`, `key -> value` (Scala), `'key': 'value'` (a dict): the value runs to its closing quote, or
 # to the end of a JAAS configuration (`;`), a separator or the line. An unquoted `key: reason` is an
 # error message naming the key, and stays.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from mirrord import redact as redaction
 from mirrord.cli import RedactingFormatter
 from mirrord.config import ClientConfig, Settings
-from mirrord.pipeline import Flow
+from mirrord.pipeline import Flow, spark_conf
 from mirrord.policy import make_policy
 from mirrord.redact import HIDDEN, redact
 from mirrord.translate import JaasLogin, SourceOptions, sink_options
@@ -82,3 +84,19 @@ def test_log_lines_go_through_the_redaction():
     record = logging.LogRecord("mirrord", logging.ERROR, __file__, 1, "cannot connect with %s", ("l0gged-secret",),
                                None)
     assert RedactingFormatter("%(message)s").format(record) == f"cannot connect with {HIDDEN}"
+
+
+def test_sparks_redaction_regex_covers_every_option_mirrord_passes_to_spark():
+    s = settings()
+    regex = re.compile(spark_conf(s, [])["spark.redaction.regex"])
+    sink, _ = sink_options(s.producer)
+    secret_options = [k for k in sink if redaction.is_secret(k)]
+    assert "kafka.sasl.jaas.config" in secret_options
+    assert all(regex.search(k) for k in secret_options + ["spark.ssl.keyPassword", "fs.s3a.access.key"])
+    assert not regex.search("kafka.bootstrap.servers")
+
+
+def test_an_operators_own_redaction_regex_is_kept_beside_mirrords():
+    s = dataclasses.replace(settings(), spark_conf={"spark.redaction.regex": "jdbc[.]url"})
+    regex = re.compile(spark_conf(s, [])["spark.redaction.regex"])
+    assert regex.search("kafka.sasl.jaas.config") and regex.search("jdbc.url")
