@@ -73,7 +73,7 @@ class KafkaBroker:
     heap: str = "512m"
     extra: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen | None = None
-    scram_users: dict[str, str] = field(default_factory=dict)  # a SASL_PLAINTEXT listener, SCRAM-SHA-512
+    scram_users: dict[str, str] = field(default_factory=dict, repr=False)  # a SASL_PLAINTEXT listener, SCRAM-SHA-512
     tls: Tls | None = None  # an SSL listener, its key and certificate in PEM
     sasl_port: int = 0
     ssl_port: int = 0
