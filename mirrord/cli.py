@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from mirrord import __version__, config
-from mirrord.errors import EX_CONFIG, EX_SOFTWARE, MirrordError
+from mirrord.errors import EX_CONFIG, EX_SOFTWARE, MirrordError, one_line
 from mirrord.redact import redact
 
 # flag → mirrord.conf key; MirrorMaker 1's spelling first.
@@ -37,7 +37,7 @@ FLAGS = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 78: a bad command line is a config error
-        sys.stderr.write(f"mirrord: command line: {redact(message)}\n")
+        sys.stderr.write(f"mirrord: command line: {one_line(redact(message))}\n")
         sys.exit(EX_CONFIG)
 
 
@@ -105,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return Daemon(load, Notifier()).run()
     except MirrordError as exc:
-        sys.stderr.write(f"mirrord: {redact(str(exc))}\n")
+        sys.stderr.write(f"mirrord: {one_line(redact(str(exc)))}\n")
         return exc.exit_status
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, then the details
-        sys.stderr.write(f"mirrord: internal error: {type(exc).__name__}: {redact(str(exc))}\n")
+        sys.stderr.write(f"mirrord: internal error: {type(exc).__name__}: {one_line(redact(str(exc)))}\n")
         logging.getLogger("mirrord").debug("details", exc_info=True)
         return EX_SOFTWARE
 

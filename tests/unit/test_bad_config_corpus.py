@@ -141,6 +141,7 @@ CASES: dict[str, Case] = {
     "flag-abort-maybe": Case(("--abort.on.send.failure", "true or false"),
                              args=(*MM1, "--abort.on.send.failure=maybe")),
     "flag-without-value": Case(("command line", "--whitelist", "expected one argument"), args=(*MM1[:-1],)),
+    "flag-line-break": Case(("command line", "unrecognized arguments", "a\\nb"), args=(*MM1, "a\nb")),
     "flag-policy": Case(("--replication.policy", "'identity' or 'prefix'"), args=(*MM1, "--replication.policy", "x")),
     # environment variables
     "env-streams": Case(("environment", "MIRRORD_NUM_STREAMS", "positive integer"),
