@@ -121,10 +121,10 @@ class Flow:
                              settings.separator)
         sink, ignored = translate.sink_options(settings.producer)
         source = translate.consumer_to_spark(settings.consumer)
+        for cfg in (settings.producer, settings.consumer):  # librdkafka's judgement first: it needs no JVM
+            translate.check_librdkafka(cfg, translate.admin_settings(cfg, translate.SHAPE_OF_A_LOGIN))
         target_admin = translate.admin_settings(settings.producer, check_java_client(settings.producer, "producer"))
         source_admin = translate.admin_settings(settings.consumer, check_java_client(settings.consumer, "consumer"))
-        translate.check_librdkafka(settings.producer, target_admin)
-        translate.check_librdkafka(settings.consumer, source_admin)
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)
         sink.update({

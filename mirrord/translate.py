@@ -141,6 +141,11 @@ FILE_KEYS = {"ssl.ca.location": "ssl.truststore.location", "sasl.username": "sas
 PASSWORD_LOGINS = frozenset({"org.apache.kafka.common.security.plain.PlainLoginModule",
                              "org.apache.kafka.common.security.scram.ScramLoginModule"})
 
+# Stands for a sasl.jaas.config before Kafka's parser has read it: librdkafka judges the other settings
+# against credentials of this shape (their values mean nothing to it until it connects).
+SHAPE_OF_A_LOGIN = JaasLogin("org.apache.kafka.common.security.scram.ScramLoginModule",
+                             {"username": "username", "password": "password"})
+
 
 def _jaas(cfg: ClientConfig, login: JaasLogin | None) -> dict[str, str]:
     if login is None:
