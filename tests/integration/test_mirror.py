@@ -171,11 +171,13 @@ def test_mirrored_offsets_are_committed_under_the_consumer_group(kafka_pair, mir
 def test_consumer_groups_fail_over_to_translated_offsets_on_the_target(kafka_pair, mirror):
     source, target = kafka_pair
     topic = f"{mirror.prefix}-failover"
-    create_topic(source.bootstrap, topic, 2)
-    create_topic(target.bootstrap, topic, 2)  # already holding records: target offsets are not the source's
+    # the target topic first, holding records already (target offsets are not the source's): once the
+    # source topic exists, mirrord creates its copy within a second
+    create_topic(target.bootstrap, topic, 2)
     prefill = {0: 17, 1: 5}
     produce(target.bootstrap, topic, [{"partition": p, "key": b"old", "value": b"already here"}
                                       for p, n in prefill.items() for _ in range(n)])
+    create_topic(source.bootstrap, topic, 2)
     produce(source.bootstrap, topic, varied_records(300, 2, seed=8))
     ends = end_offsets(source.bootstrap, topic)
     wait_until(lambda: committed_offsets(source.bootstrap, mirror.group, topic) == ends, 120, "the topic mirrored")
@@ -269,9 +271,9 @@ def test_a_group_a_few_records_behind_resumes_exactly_after_its_last_record_on_a
     the 6th, although the target topic already held other records, so target offsets differ from the source's."""
     source, target = kafka_pair
     topic = f"{mirror.prefix}-prefilled"
-    create_topic(source.bootstrap, topic, 2)
-    create_topic(target.bootstrap, topic, 2)
+    create_topic(target.bootstrap, topic, 2)  # first: mirrord creates the copy as soon as the source topic exists
     produce(target.bootstrap, topic, [{"partition": i % 2, "key": b"old", "value": b"already here"} for i in range(61)])
+    create_topic(source.bootstrap, topic, 2)
     before = end_offsets(target.bootstrap, topic)
     assert before == {0: 31, 1: 30}
     produce(source.bootstrap, topic, varied_records(20, 2, seed=11))  # 10 per partition
