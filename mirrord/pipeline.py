@@ -65,6 +65,7 @@ def check_java_client(cfg: ClientConfig, kind: str) -> translate.JaasLogin | Non
     try:
         with open(cfg.path, "rb") as properties:
             done = subprocess.run([java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+                                   f"-Dmirrord.secret.keys={SECRET_KEY.pattern}",
                                    "io.mirrord.ClientConfigCheck", kind], stdin=properties, capture_output=True,
                                   timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

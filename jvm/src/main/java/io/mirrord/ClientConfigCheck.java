@@ -41,8 +41,10 @@ public final class ClientConfigCheck {
     /** mirrord's own settings, which the clients pass over. */
     static final String OWN_PREFIX = "mirrord.";
     static final String SECRET_HIDDEN = "invalid value (not shown: it may be a secret)";
-    private static final Pattern SECRET = Pattern.compile("password|secret|jaas|token|credential",
-            Pattern.CASE_INSENSITIVE);
+    /** Keys whose values are never shown: mirrord passes its own pattern (mirrord/redact.py) as this property. */
+    static final String SECRET_KEYS_PROPERTY = "mirrord.secret.keys";
+    private static final Pattern SECRET = Pattern.compile(
+            System.getProperty(SECRET_KEYS_PROPERTY, "password|secret|jaas|token|credential"), Pattern.CASE_INSENSITIVE);
     /** {@link ConfigException}'s own message; greedy, as the value is the user's text and the reason Kafka's. */
     private static final Pattern INVALID_VALUE = Pattern.compile("Invalid value (.*) for configuration (\\S+?)(?:: .*)?",
             Pattern.DOTALL);
