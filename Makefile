@@ -11,7 +11,7 @@ KAFKA_VERSION := 4.2.0
 
 all: test
 
-# Python environment: pinned pyspark[sql], confluent-kafka, ... and mirrord itself (editable).
+# Python environment: pinned pyspark, confluent-kafka, ... and mirrord itself (editable).
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip

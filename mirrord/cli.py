@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from mirrord import __version__, config
-from mirrord.errors import EX_CONFIG, EX_SOFTWARE, MirrordError
+from mirrord.errors import EX_CONFIG, EX_SOFTWARE, MirrordError, one_line
+from mirrord.redact import redact
 
 # flag → mirrord.conf key; MirrorMaker 1's spelling first.
 FLAGS = {
@@ -37,7 +38,7 @@ FLAGS = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 78: a bad command line is a config error
-        sys.stderr.write(f"mirrord: command line: {message}\n")
+        sys.stderr.write(f"mirrord: command line: {one_line(redact(message))}\n")
         sys.exit(EX_CONFIG)
 
 
@@ -95,11 +96,20 @@ def settings_loader(args: argparse.Namespace):
     return lambda: config.load(conf, flags)
 
 
+class RedactingFormatter(logging.Formatter):
+    """Every log line, its exception text included, through the one redaction."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def _setup_logging(level: str) -> None:
     fmt = "%(levelname)s %(name)s: %(message)s"
     if not os.environ.get("JOURNAL_STREAM"):
         fmt = "%(asctime)s " + fmt
-    logging.basicConfig(level=level, format=fmt, stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter(fmt))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
@@ -130,12 +140,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return Daemon(load, Notifier()).run()
     except MirrordError as exc:
-        sys.stderr.write(f"mirrord: {exc}\n")
+        sys.stderr.write(f"mirrord: {one_line(redact(str(exc)))}\n")
         return exc.exit_status
     except KeyboardInterrupt:  # pyspark's own SIGINT handler, for the moment before the daemon takes it back
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, then the details
-        sys.stderr.write(f"mirrord: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"mirrord: internal error: {type(exc).__name__}: {one_line(redact(str(exc)))}\n")
         logging.getLogger("mirrord").debug("details", exc_info=True)
         return EX_SOFTWARE
 

@@ -9,6 +9,7 @@ Every error names where the value came from (file and key, variable, or flag) an
 from __future__ import annotations
 
 import configparser
+import difflib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from pathlib import Path
 import javaproperties
 
 from mirrord.errors import ConfigError
+from mirrord.redact import dataclass_repr, remember_secrets
 
 DEFAULT_CONFIG = Path("/etc/mirrord/mirrord.conf")
 SECTION = "mirrord"
@@ -183,6 +185,8 @@ class ClientConfig:
     path: Path
     properties: Mapping[str, str]
 
+    __repr__ = dataclass_repr
+
     def error(self, key: str | None, reason: str) -> ConfigError:
         return ConfigError(self.path, key, reason)
 
@@ -223,6 +227,8 @@ class Settings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
+    __repr__ = dataclass_repr
+
     @property
     def state_dir(self) -> Path:
         return self.state_root / self.flow
@@ -255,6 +261,7 @@ def read_properties(path: Path) -> ClientConfig:
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(path, None, f"not a readable Java properties file: {exc}") from None
     props = {k.strip(): v.strip() for k, v in props.items()}
+    remember_secrets(props)
     if not props.get("bootstrap.servers"):
         raise ConfigError(path, "bootstrap.servers", "required, and missing or empty")
     return ClientConfig(path=path, properties=props)
@@ -269,12 +276,30 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(path, None, f"not a readable text file: {exc}") from None
     except configparser.Error as exc:
-        raise ConfigError(path, None, f"not a valid INI file: {exc.message.splitlines()[0]}") from None
+        raise _ini_error(path, exc) from None
     unknown_sections = set(parser.sections()) - {SECTION, SPARK_SECTION}
     if unknown_sections:
         name = sorted(unknown_sections)[0]
         raise ConfigError(path, f"[{name}]", f"unknown section (expected [{SECTION}] and [{SPARK_SECTION}])")
     return parser
+
+
+def _ini_error(path: Path, exc: configparser.Error) -> ConfigError:
+    """configparser's multi-line messages as one line naming the line (never its text: it may hold a secret)."""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return ConfigError(path, None, f"line {exc.lineno}: a setting before any [{SECTION}] section header")
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return ConfigError(path, f"[{exc.section}]", f"line {exc.lineno}: the section appears twice")
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return ConfigError(path, exc.option, f"line {exc.lineno}: set twice in [{exc.section}]")
+    if isinstance(exc, configparser.ParsingError):
+        return ConfigError(path, None, f"line {exc.errors[0][0]}: not a 'key = value' line")
+    return ConfigError(path, None, f"not a valid INI file: {exc.message.splitlines()[0]}")
+
+
+def _unknown(key: str, known) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _section(parser: configparser.ConfigParser, name: str, path: Path, is_setting) -> dict[str, str]:
@@ -323,9 +348,10 @@ def load(
         base = config_file.parent
         for key, value in _section(parser, SECTION, config_file, KEYS.__contains__).items():
             if key not in KEYS:
-                raise ConfigError(config_file, key, f"unknown setting in [{SECTION}]")
+                raise ConfigError(config_file, key, f"unknown setting in [{SECTION}]{_unknown(key, KEYS)}")
             raw[key] = (value, Origin(str(config_file), key))
         spark_conf = _section(parser, SPARK_SECTION, config_file, lambda k: k.startswith("spark."))
+        remember_secrets(spark_conf)
         for key in spark_conf:
             if not key.startswith("spark."):
                 raise ConfigError(config_file, key, f"[{SPARK_SECTION}] takes Spark settings (spark.*) only")
@@ -354,7 +380,7 @@ def load(
         return read_properties(path if path.is_absolute() else base / path)
 
     num_streams = int(values["num.streams"])  # type: ignore[arg-type]
-    return Settings(
+    settings = Settings(
         flow=str(values["flow"]),
         consumer=client("consumer.config"),
         producer=client("producer.config"),
@@ -390,6 +416,24 @@ def load(
         config_file=config_file,
     )
 
+    def origin(key: str) -> Origin:
+        return raw[key][1] if key in raw else Origin(str(config_file) if config_file else None, key)
+    _check_together(settings, origin)
+    return settings
+
+
+def _servers(cfg: ClientConfig) -> set[str]:
+    return {s.strip().lower() for s in cfg.properties.get("bootstrap.servers", "").split(",") if s.strip()}
+
+
+def _check_together(s: Settings, origin: Callable[[str], Origin]) -> None:
+    """Settings valid one by one, but not together."""
+    if s.replication_policy == "prefix" and s.source_alias == s.target_alias:
+        raise origin("target.alias").error(f"must differ from source.alias ({s.source_alias!r}) with "
+                                           "replication.policy=prefix, or copies cannot be told from sources")
+    if s.replication_policy == "identity" and _servers(s.consumer) & _servers(s.producer):
+        raise s.producer.error("bootstrap.servers", f"the source cluster's too ({s.consumer.path}): with "
+                               "replication.policy=identity every record would be copied onto itself")
 
 def fixed_changes(running: Settings, new: Settings) -> list[str]:
     """The settings a reload wants to change that cannot change while mirrord runs: the flow's identity

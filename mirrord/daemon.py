@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from mirrord import acls, admin, checkpoints, heartbeats, topic_configs, translate
+from mirrord import acls, admin, checkpoints, heartbeats, topic_configs
 from mirrord.config import Settings, fixed_changes
 from mirrord.errors import ConfigError, MirrordError
 from mirrord.health import ClusterWatch
@@ -97,8 +97,8 @@ class Daemon:
         s = self.settings
         self.metrics.serve(s.metrics_listen, str(s.config_file or "command line"))
         self._enter_work_dir()
-        self.source = admin.Cluster("source", translate.admin_settings(s.consumer))
-        self.target = admin.Cluster("target", translate.admin_settings(s.producer))
+        self.source = admin.Cluster("source", self.flow.source_admin)
+        self.target = admin.Cluster("target", self.flow.target_admin)
         self.clusters = ClusterWatch([self.source, self.target], self.metrics, self._stop)
         self.clusters.start()
         log.info("starting Spark (%s)", s.spark_master)
@@ -299,7 +299,7 @@ class Daemon:
                 log.warning("%s; retrying in %.0fs", exc, RESTART_BACKOFF)
                 self._retry_at = time.monotonic() + RESTART_BACKOFF
                 return False
-            self.leadership = Leadership(translate.admin_settings(s.producer), s.group_id,
+            self.leadership = Leadership(self.flow.target_admin, s.group_id,
                                          s.leader_session_timeout_ms, self._stop)
             self.leadership.start()
             self._standby_since = time.monotonic()

@@ -14,8 +14,19 @@ class MirrordError(Exception):
     exit_status = EX_SOFTWARE
 
 
+# Control characters shown escaped: a file name, key or value holding a line break stays on one line.
+_ONE_LINE = {c: f"\\x{c:02x}" for c in (*range(32), 127, 0x85)} | {
+    ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def one_line(text: str) -> str:
+    return text.translate(_ONE_LINE)
+
+
 class ConfigError(MirrordError):
-    """Invalid configuration: exit 78 so systemd does not restart-loop (RestartPreventExitStatus=78)."""
+    """Invalid configuration: exit 78 so systemd does not restart-loop (RestartPreventExitStatus=78).
+
+    Its message is one line, whatever the file name, key or reason hold."""
 
     exit_status = EX_CONFIG
 
@@ -24,7 +35,7 @@ class ConfigError(MirrordError):
         self.key = key
         self.reason = reason
         where = ": ".join(part for part in (self.file, self.key) if part)
-        super().__init__(f"{where}: {reason}" if where else reason)
+        super().__init__(one_line(f"{where}: {reason}" if where else reason))
 
 
 class ClusterUnavailable(MirrordError):

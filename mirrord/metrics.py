@@ -17,6 +17,16 @@ from prometheus_client.registry import Collector
 
 from mirrord import __version__
 from mirrord.errors import ConfigError
+from mirrord.redact import redact
+
+
+class RedactedRegistry(CollectorRegistry):
+    """A registry whose every label value goes through the one redaction when scraped."""
+
+    def collect(self):
+        for metric in super().collect():
+            metric.samples = [s._replace(labels=redact(s.labels)) for s in metric.samples]
+            yield metric
 
 
 class BucketHistogram(Collector):
@@ -54,7 +64,7 @@ class Metrics:
     def __init__(self, flow: str, spark_version: str = ""):
         self.flow = flow
         self._totals: dict[str, tuple[int, int]] = {}  # topic → records, bytes already counted
-        self.registry = CollectorRegistry()
+        self.registry = RedactedRegistry()
         r = self.registry
         ProcessCollector(registry=r)  # process_start_time_seconds: restarts on the dashboard and in alerts
         self.records = Counter("mirrord_records", "Records written to the target", ["flow", "topic"], registry=r)

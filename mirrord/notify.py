@@ -10,6 +10,8 @@ import os
 
 import sdnotify
 
+from mirrord.redact import redact
+
 
 class Notifier:
     def __init__(self) -> None:
@@ -23,7 +25,7 @@ class Notifier:
 
     def _send(self, text: str) -> None:
         if self._notifier is not None:
-            self._notifier.notify(text)
+            self._notifier.notify(redact(text))
 
     def ready(self, status: str) -> None:
         self._send(f"READY=1\nSTATUS={status}")

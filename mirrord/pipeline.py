@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,10 +24,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from mirrord import admin, translate
-from mirrord.config import Settings
+from mirrord.config import ClientConfig, Settings
 from mirrord.errors import ConfigError, MirrordError
 from mirrord.offsets import parse_source_offsets
 from mirrord.policy import Policy, make_policy, subscribe_pattern
+from mirrord.redact import SECRET_KEY, dataclass_repr, redact
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -52,9 +54,10 @@ def connector_jars() -> list[str]:
                                    f"{', '.join(map(str, candidates))} (a source tree needs `make jars`)")
 
 
-def check_java_client(cfg, kind: str) -> None:
+def check_java_client(cfg: ClientConfig, kind: str) -> translate.JaasLogin | None:
     """Let Kafka's own Java client judge a .properties file (`io.mirrord.ClientConfigCheck`), as it would
-    at start inside Spark, where an unknown key is only a warning: a typo is a config error here."""
+    at start inside Spark, where an unknown key is only a warning: a typo is a config error here. Returns
+    its sasl.jaas.config as Kafka's own parser read it (None without one)."""
     import pyspark
 
     slf4j = sorted((Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar"))
@@ -63,16 +66,32 @@ def check_java_client(cfg, kind: str) -> None:
     try:
         with open(cfg.path, "rb") as properties:
             done = subprocess.run([java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+                                   f"-Dmirrord.secret.keys={SECRET_KEY.pattern}",
                                    "io.mirrord.ClientConfigCheck", kind], stdin=properties, capture_output=True,
                                   timeout=60, check=False, start_new_session=True)  # signals are mirrord's
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {exc}") from None
+    lines = done.stdout.decode("utf-8", "replace").splitlines()
     if done.returncode == 1:
-        key, _, reason = done.stdout.decode("utf-8", "replace").splitlines()[0].partition("\t")
-        raise cfg.error(key or None, reason)
+        key, _, reason = lines[0].partition("\t")
+        raise cfg.error(key or None, redact(reason))
     if done.returncode != 0:
         raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: "
-                           f"{done.stderr.decode('utf-8', 'replace').strip()[:300]}")
+                           f"{redact(done.stderr.decode('utf-8', 'replace').strip()[:300])}")
+    return _jaas_login(lines)
+
+
+def _unescape(text: str) -> str:
+    """ClientConfigCheck's escapes undone: backslash, tab, newline, carriage return."""
+    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), text)
+
+
+def _jaas_login(lines: list[str]) -> translate.JaasLogin | None:
+    """`jaas<TAB>module<TAB>option<TAB>value` lines (ClientConfigCheck's) as a JaasLogin."""
+    rows = [[_unescape(f) for f in line.split("\t")[1:]] for line in lines if line.startswith("jaas\t")]
+    if not rows:
+        return None
+    return translate.JaasLogin(rows[0][0], {option: value for _, option, value in rows if option})
 
 
 def offset_syncs_topic(settings: Settings) -> str:
@@ -89,6 +108,10 @@ class Flow:
     pattern: str
     source_options: translate.SourceOptions
     sink_options: dict[str, str]
+    source_admin: dict[str, str]  # librdkafka settings of mirrord's admin clients
+    target_admin: dict[str, str]
+
+    __repr__ = dataclass_repr
 
     @property
     def offset_syncs_topic(self) -> str:
@@ -107,11 +130,11 @@ class Flow:
         policy = make_policy(settings.replication_policy, settings.source_alias, settings.target_alias,
                              settings.separator)
         sink, ignored = translate.sink_options(settings.producer)
-        translate.check_librdkafka(settings.producer, translate.admin_settings(settings.producer))
-        translate.check_librdkafka(settings.consumer, translate.admin_settings(settings.consumer))
         source = translate.consumer_to_spark(settings.consumer)
-        check_java_client(settings.producer, "producer")
-        check_java_client(settings.consumer, "consumer")
+        for cfg in (settings.producer, settings.consumer):  # librdkafka's judgement first: it needs no JVM
+            translate.check_librdkafka(cfg, translate.admin_settings(cfg, translate.SHAPE_OF_A_LOGIN))
+        target_admin = translate.admin_settings(settings.producer, check_java_client(settings.producer, "producer"))
+        source_admin = translate.admin_settings(settings.consumer, check_java_client(settings.consumer, "consumer"))
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)
         sink.update({
@@ -119,7 +142,8 @@ class Flow:
             "kafka.mirrord.offset.lag.max": str(settings.offset_lag_max),
             "kafka.mirrord.source.topic.prefix": policy.target_prefix,
         })
-        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, sink)
+        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, sink, source_admin,
+                   target_admin)
 
 
 def has_checkpoint(settings: Settings) -> bool:
@@ -155,6 +179,28 @@ def starting_offsets(flow: Flow, source: admin.Cluster) -> str:
     return json.dumps(spec)
 
 
+def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
+    """The SparkSession's settings: mirrord's, the [spark] section's, and what mirrord adds to both."""
+    log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
+    user = dict(settings.spark_conf)
+    plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
+    own_regex = user.pop("spark.redaction.regex", "")
+    return {
+        "spark.jars": ",".join(jars),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(settings.num_streams),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": log4j,
+        "spark.executor.extraJavaOptions": log4j,
+        "spark.sql.streaming.noDataProgressEventInterval": "5000",
+        **user,
+        "spark.plugins": plugins,
+        # Spark's default misses kafka.sasl.jaas.config: mirrord's secret keys, and the operator's own regex
+        "spark.redaction.regex": SECRET_KEY.pattern + (f"|(?:{own_regex})" if own_regex else ""),
+    }
+
+
 def spark_session(settings: Settings):
     """One SparkSession per process, kept across query restarts and reloads."""
     if settings.spark_master.startswith("local"):
@@ -165,29 +211,15 @@ def spark_session(settings: Settings):
     from pyspark.sql import SparkSession
     from pyspark.sql.types import BinaryType
 
-    log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
-    user = dict(settings.spark_conf)
-    plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
-    conf = {
-        "spark.jars": ",".join(connector_jars()),
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(settings.num_streams),
-        "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": log4j,
-        "spark.executor.extraJavaOptions": log4j,
-        "spark.sql.streaming.noDataProgressEventInterval": "5000",
-        **user,
-        "spark.plugins": plugins,
-    }
-    spark_conf = SparkConf().setMaster(settings.spark_master).setAppName(f"mirrord-{settings.flow}")
-    spark_conf.setAll(conf.items())
+    conf = SparkConf().setMaster(settings.spark_master).setAppName(f"mirrord-{settings.flow}")
+    conf.setAll(spark_conf(settings, connector_jars()).items())
     try:
-        _launch_jvm(spark_conf)
-        spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
+        _launch_jvm(conf)
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
         spark.udf.registerJavaFunction(*ENVELOPE_UDF, BinaryType())
     except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
-        raise MirrordError(f"cannot start Spark ({settings.spark_master}): {str(exc).splitlines()[0]}") from None
+        first = redact(str(exc).splitlines()[0])
+        raise MirrordError(f"cannot start Spark ({settings.spark_master}): {first}") from None
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
@@ -274,9 +306,15 @@ class Pipeline:
                 .start())
 
 
+KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"  # every Kafka client error extends it
+
+
 def failure(query) -> tuple[str, str] | None:
-    """Why a stopped query stopped, as (kind, one line): kind "delivery" when the root cause is Kafka's
-    client (the target refused or timed out records), else "query"; None while it runs."""
+    """Why a stopped query stopped, as (kind, one line): kind "delivery" when a cause is Kafka's client's
+    exception (the target refused or timed out records), else "query"; None while it runs."""
+    from py4j.java_gateway import is_instance_of
+    from pyspark import SparkContext
+
     if query.isActive:
         return None
     java = query._jsq.exception()
@@ -285,12 +323,12 @@ def failure(query) -> tuple[str, str] | None:
     cause = java.get()
     kind = "query"
     while cause is not None:
-        if str(cause.getClass().getName()).startswith("org.apache.kafka."):
+        if is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
             kind = "delivery"
         root, cause = cause, cause.getCause()
         if cause is not None and cause.equals(root):
             break
-    return kind, str(root.toString()).splitlines()[0][:500]
+    return kind, redact(str(root.toString()).splitlines()[0][:500])
 
 
 def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:

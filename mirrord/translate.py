@@ -10,21 +10,15 @@ mirror are returned as `ignored` with the reason, for a warning at start.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mirrord.config import ClientConfig
-from mirrord.errors import ConfigError
+from mirrord.errors import ConfigError, MirrordError
+from mirrord.redact import dataclass_repr, is_secret, redact
 
 BYTE_ARRAY_DESERIALIZER = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
 BYTE_ARRAY_SERIALIZER = "org.apache.kafka.common.serialization.ByteArraySerializer"
-SECRET_KEY = re.compile(r"password|secret|jaas|token|credential", re.IGNORECASE)
-
-
-def redact(props: Mapping[str, str]) -> dict[str, str]:
-    """A copy safe to log: values of keys that may hold secrets are replaced."""
-    return {k: ("[hidden]" if SECRET_KEY.search(k) else v) for k, v in props.items()}
 
 
 @dataclass(frozen=True)
@@ -32,6 +26,18 @@ class SourceOptions:
     spark_options: dict[str, str]
     starting: str  # "earliest" or "latest": where a partition with no committed offset starts
     ignored: dict[str, str] = field(default_factory=dict)
+
+    __repr__ = dataclass_repr
+
+
+@dataclass(frozen=True)
+class JaasLogin:
+    """A sasl.jaas.config as Kafka's own parser read it (io.mirrord.ClientConfigCheck)."""
+
+    module: str
+    options: Mapping[str, str]
+
+    __repr__ = dataclass_repr
 
 
 # Aborted transactions are not data: the Java consumer's default (read_uncommitted) would mirror them as
@@ -141,26 +147,34 @@ SAME = frozenset({
     "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret",
 })
 
-# librdkafka reports some keys by its own alias; errors name the key as the file spells it.
-LIBRDKAFKA_ALIASES = {"ssl.ca.location": "ssl.truststore.location", "sasl.username": "sasl.jaas.config",
-                      "sasl.password": "sasl.jaas.config"}
+# Keys of the admin settings that come from a differently named key of the file, for errors.
+FILE_KEYS = {"ssl.ca.location": "ssl.truststore.location", "sasl.username": "sasl.jaas.config",
+             "sasl.password": "sasl.jaas.config"}
+# Login modules librdkafka has an equivalent of: their username and password become sasl.username/password.
+PASSWORD_LOGINS = frozenset({"org.apache.kafka.common.security.plain.PlainLoginModule",
+                             "org.apache.kafka.common.security.scram.ScramLoginModule"})
 
-JAAS = re.compile(r"(\w+)\s*=\s*\"((?:[^\"\\]|\\.)*)\"")
+# Stands for a sasl.jaas.config before Kafka's parser has read it: librdkafka judges the other settings
+# against credentials of this shape (their values mean nothing to it until it connects).
+SHAPE_OF_A_LOGIN = JaasLogin("org.apache.kafka.common.security.scram.ScramLoginModule",
+                             {"username": "username", "password": "password"})
 
 
-def _jaas(cfg: ClientConfig, value: str) -> dict[str, str]:
-    if "PlainLoginModule" not in value and "ScramLoginModule" not in value:
+def _jaas(cfg: ClientConfig, login: JaasLogin | None) -> dict[str, str]:
+    if login is None:
+        raise ValueError(f"{cfg.path}: sasl.jaas.config not parsed by Kafka's client check")
+    if login.module not in PASSWORD_LOGINS:
         raise cfg.error("sasl.jaas.config", "mirrord's admin client can use PlainLoginModule and "
-                        "ScramLoginModule only")
-    fields = dict(JAAS.findall(value))
-    if "username" not in fields or "password" not in fields:
-        raise cfg.error("sasl.jaas.config", "needs username=\"...\" and password=\"...\"")
-    return {"sasl.username": fields["username"], "sasl.password": fields["password"]}
+                        f"ScramLoginModule only, not {login.module}")
+    if "username" not in login.options or "password" not in login.options:
+        raise cfg.error("sasl.jaas.config", f"{login.module.rsplit('.', 1)[-1]} needs the username and "
+                        "password options")
+    return {"sasl.username": login.options["username"], "sasl.password": login.options["password"]}
 
 
-def admin_settings(cfg: ClientConfig) -> dict[str, str]:
+def admin_settings(cfg: ClientConfig, login: JaasLogin | None = None) -> dict[str, str]:
     """librdkafka settings for an AdminClient on the cluster a .properties file describes: its connection
-    and security keys, translated from the Java client's names."""
+    and security keys, translated from the Java client's names; `login` is its sasl.jaas.config, parsed."""
     props = cfg.properties
     out: dict[str, str] = {}
     truststore_type = props.get("ssl.truststore.type", "JKS").upper()
@@ -172,7 +186,7 @@ def admin_settings(cfg: ClientConfig) -> dict[str, str]:
                                 "convert the JKS file")
             out[key] = value
         elif key == "sasl.jaas.config":
-            out.update(_jaas(cfg, value))
+            out.update(_jaas(cfg, login))
         elif key == "ssl.truststore.location":
             if truststore_type != "PEM":
                 raise cfg.error("ssl.truststore.type", "mirrord's admin client reads PEM trust stores only; "
@@ -181,21 +195,30 @@ def admin_settings(cfg: ClientConfig) -> dict[str, str]:
     return out
 
 
-def check_librdkafka(cfg: ClientConfig, settings: Mapping[str, str]) -> None:
-    """Let librdkafka validate the admin client's keys and values now, so a typo is a config error, not a crash."""
-    from confluent_kafka import KafkaException, Producer
+# The settings others depend on, in the order librdkafka accepts them one at a time (a SASL protocol
+# needs its mechanism, SCRAM needs its credentials); then every other key, in the file's order.
+_PREREQUISITES = ("sasl.username", "sasl.password", "sasl.mechanism", "security.protocol")
 
-    offline = {**{k: v for k, v in settings.items() if k != "bootstrap.servers"}, "log_level": "3"}
-    try:
-        Producer(offline)
-    except KafkaException as exc:
-        text = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
-        match = re.search(r'property "([^"]+)"', text) or re.search(r'"([^"]+)"', text)
-        key = match.group(1) if match else None
-        key = LIBRDKAFKA_ALIASES.get(key, key)
-        reason = "not a property known to Kafka's clients" if "No such configuration" in text else text
-        if key and SECRET_KEY.search(key):
-            reason = "invalid value (not shown: it may be a secret)"
-        raise ConfigError(cfg.path, key, reason) from None
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(cfg.path, None, str(exc)) from None
+
+def check_librdkafka(cfg: ClientConfig, settings: Mapping[str, str]) -> None:
+    """Let librdkafka validate the admin client's keys and values now, so a typo is a config error, not a crash.
+
+    librdkafka says only _INVALID_ARG and a sentence; the key is the one whose addition it refuses."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
+
+    first = [k for k in _PREREQUISITES if k in settings]
+    keys = first + [k for k in settings if k not in first and k != "bootstrap.servers"]
+    offline: dict[str, str] = {"log_level": "3"}
+    for key in keys:
+        offline[key] = settings[key]
+        try:
+            Producer(offline).flush(0)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() != KafkaError._INVALID_ARG:
+                raise MirrordError(f"{cfg.path}: librdkafka cannot check the settings: {redact(err.str())}") from None
+            name = FILE_KEYS.get(key, key)
+            reason = "invalid value (not shown: it may be a secret)" if is_secret(name) else redact(err.str())
+            raise ConfigError(cfg.path, name, reason) from None
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(cfg.path, FILE_KEYS.get(key, key), redact(str(exc))) from None

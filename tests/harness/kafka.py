@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.harness.tls import Tls, make_tls
+
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_JARS = Path(os.environ.get("MIRRORD_KAFKA_JARS", ROOT / ".cache" / "jars" / "kafka"))
 
@@ -71,10 +73,41 @@ class KafkaBroker:
     heap: str = "512m"
     extra: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen | None = None
+    scram_users: dict[str, str] = field(default_factory=dict, repr=False)  # a SASL_PLAINTEXT listener, SCRAM-SHA-512
+    tls: Tls | None = None  # an SSL listener, its key and certificate in PEM
+    sasl_port: int = 0
+    ssl_port: int = 0
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
+
+    def _secured(self) -> tuple[list[tuple[str, int]], dict[str, str]]:
+        """The SASL and SSL listeners, (name, port) each, and their settings; inter-broker stays PLAINTEXT."""
+        listeners, props = [], {}
+        if self.scram_users:
+            self.sasl_port = self.sasl_port or free_port()
+            listeners.append(("SASL_PLAINTEXT", self.sasl_port))
+            props.update({
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            })
+        if self.tls is not None:
+            self.ssl_port = self.ssl_port or free_port()
+            listeners.append(("SSL", self.ssl_port))
+            props.update({"listener.name.ssl.ssl.keystore.type": "PEM",
+                          "listener.name.ssl.ssl.keystore.location": str(self.tls.keystore),
+                          "listener.name.ssl.ssl.client.auth": "none"})
+        return listeners, props
 
     @property
     def log_file(self) -> Path:
@@ -84,15 +117,19 @@ class KafkaBroker:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
         self.controller_port = self.controller_port or free_port()
+        secured, secured_props = self._secured()
+        advertised = ",".join([f"PLAINTEXT://127.0.0.1:{self.port}", *(f"{n}://127.0.0.1:{p}" for n, p in secured)])
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": f"{advertised},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(
+                ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT", *(f"{n}:{n}" for n, _ in secured)]),
+            **secured_props,
             "log.dirs": str(self.workdir / "data"),
             "num.partitions": "1",
             "auto.create.topics.enable": "false",
@@ -121,8 +158,10 @@ class KafkaBroker:
         config = self._write_config()
         data = self.workdir / "data"
         if not (data / "meta.properties").exists():
+            scram = [arg for name, password in self.scram_users.items()
+                     for arg in ("--add-scram", f"SCRAM-SHA-512=[name={name},password={password}]")]
             fmt = run_class("kafka.tools.StorageTool", "format", "-t", uuid.uuid4().hex[:22],
-                            "-c", str(config), "--ignore-formatted")
+                            "-c", str(config), "--ignore-formatted", *scram)
             if fmt.returncode != 0:
                 raise RuntimeError(f"kafka storage format failed for {self.name}: {fmt.stderr or fmt.stdout}")
         env = dict(os.environ, KAFKA_HEAP_OPTS="")
@@ -169,10 +208,16 @@ class KafkaBroker:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+SCRAM_USER = "mirror"
+
+
 def start_pair(workdir: Path) -> tuple[KafkaBroker, KafkaBroker]:
-    """A source and a target cluster, started side by side."""
-    source = KafkaBroker("source", workdir / "source")
-    target = KafkaBroker("target", workdir / "target")
+    """A source and a target cluster, started side by side, each with a SASL_PLAINTEXT (SCRAM-SHA-512,
+    user SCRAM_USER with a password made for this session) and an SSL listener beside PLAINTEXT."""
+    tls = make_tls(workdir / "tls")
+    users = {SCRAM_USER: f"pw-{uuid.uuid4().hex}"}
+    source = KafkaBroker("source", workdir / "source", scram_users=users, tls=tls)
+    target = KafkaBroker("target", workdir / "target", scram_users=users, tls=tls)
     source.launch()
     target.launch()
     source.wait_ready()

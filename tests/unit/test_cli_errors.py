@@ -20,7 +20,7 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     (tmp_path / "consumer.properties").write_text("bootstrap.servers=127.0.0.1:9\ngroup.id=g\n")
-    (tmp_path / "producer.properties").write_text("bootstrap.servers=127.0.0.1:9\n")
+    (tmp_path / "producer.properties").write_text("bootstrap.servers=127.0.0.1:10\n")
     return tmp_path
 
 
@@ -92,7 +92,7 @@ def test_unknown_flag_is_a_config_error(files):
 
 def test_secrets_stay_out_of_error_messages(files):
     (files / "producer.properties").write_text(
-        "bootstrap.servers=127.0.0.1:9\nsasl.mechanism=PLAIN\n"
+        "bootstrap.servers=127.0.0.1:10\nsasl.mechanism=PLAIN\n"
         'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required password="hunter2";\n')
     result = run(*mm1_flags(), cwd=files)
     assert_config_error(result, "sasl.jaas.config", "username")

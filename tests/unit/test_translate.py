@@ -4,7 +4,9 @@ import pytest
 
 from mirrord.config import ClientConfig
 from mirrord.errors import ConfigError
-from mirrord.translate import admin_settings, check_librdkafka, consumer_to_spark, redact, sink_options
+from mirrord.translate import JaasLogin, admin_settings, check_librdkafka, consumer_to_spark, sink_options
+
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
 def cfg(**props) -> ClientConfig:
@@ -84,8 +86,8 @@ def test_admin_client_gets_connection_and_security_keys_in_librdkafka_names():
     settings = admin_settings(cfg(**{
         "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "linger.ms": "5",
         "ssl.truststore.type": "PEM", "ssl.truststore.location": "/etc/mirrord/ca.pem",
-        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                            'username="mirror" password="s3cret";'}))
+        "sasl.jaas.config": f'{SCRAM} required username="mirror" password="s3cret";'}),
+        JaasLogin(SCRAM, {"username": "mirror", "password": "s3cret"}))
     assert settings == {"bootstrap.servers": "b:9092", "security.protocol": "SASL_SSL",
                         "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/mirrord/ca.pem",
                         "sasl.username": "mirror", "sasl.password": "s3cret"}
@@ -101,6 +103,24 @@ def test_a_bad_admin_value_is_a_config_error_naming_the_key():
         check_librdkafka(cfg(), admin_settings(cfg(**{"security.protocol": "SASL_PLAINTXT"})))
 
 
-def test_secrets_are_redacted():
-    assert redact({"sasl.jaas.config": "pw", "ssl.keystore.password": "pw", "acks": "all"}) == {
-        "sasl.jaas.config": "[hidden]", "ssl.keystore.password": "[hidden]", "acks": "all"}
+@pytest.mark.parametrize(("login", "message"), [
+    (JaasLogin("com.sun.security.auth.module.Krb5LoginModule", {"useKeyTab": "true"}),
+     "PlainLoginModule and ScramLoginModule only, not com.sun.security.auth.module.Krb5LoginModule"),
+    (JaasLogin(SCRAM, {"username": "mirror"}), "ScramLoginModule needs the username and password options"),
+])
+def test_a_login_librdkafka_cannot_use_is_a_config_error(login, message):
+    with pytest.raises(ConfigError, match="x.properties: sasl.jaas.config: ") as exc:
+        admin_settings(cfg(**{"sasl.jaas.config": "as parsed"}), login)
+    assert message in str(exc.value)
+
+
+def test_librdkafka_names_the_files_key_it_refuses_and_hides_secret_values():
+    bad_trust = cfg(**{"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                       "ssl.truststore.location": "/nonexistent/ca.pem"})
+    with pytest.raises(ConfigError, match=r"x.properties: ssl.truststore.location: .*ssl.ca.location failed"):
+        check_librdkafka(bad_trust, admin_settings(bad_trust))
+    bad_key = cfg(**{"security.protocol": "SSL", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/x.p12",
+                     "ssl.keystore.password": "hunter2"})
+    with pytest.raises(ConfigError) as exc:
+        check_librdkafka(bad_key, admin_settings(bad_key))
+    assert "hunter2" not in str(exc.value)

@@ -12,9 +12,13 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import javax.security.auth.login.AppConfigurationEntry;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.SaslConfigs;
+import org.apache.kafka.common.config.types.Password;
+import org.apache.kafka.common.security.JaasContext;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -27,13 +31,20 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * prints one line per problem, {@code key<TAB>reason} (an empty key when Kafka names no single key),
  * and exits 0 when there is none, 1 when there are some, 2 when it cannot check (usage, unreadable
  * input, slf4j-api missing: Kafka's client classes cannot load without it).
+ *
+ * <p>{@code sasl.jaas.config} is parsed by Kafka's own parser ({@link JaasContext}), as the client would at its
+ * first connection: a syntax error is a problem, and a clean file's login module and options are
+ * printed for mirrord's librdkafka admin client, one {@code jaas<TAB>module<TAB>option<TAB>value} line
+ * each (a module without options: one line with empty option and value).
  */
 public final class ClientConfigCheck {
     /** mirrord's own settings, which the clients pass over. */
     static final String OWN_PREFIX = "mirrord.";
     static final String SECRET_HIDDEN = "invalid value (not shown: it may be a secret)";
-    private static final Pattern SECRET = Pattern.compile("password|secret|jaas|token|credential",
-            Pattern.CASE_INSENSITIVE);
+    /** Keys whose values are never shown: mirrord passes its own pattern (mirrord/redact.py) as this property. */
+    static final String SECRET_KEYS_PROPERTY = "mirrord.secret.keys";
+    private static final Pattern SECRET = Pattern.compile(
+            System.getProperty(SECRET_KEYS_PROPERTY, "password|secret|jaas|token|credential"), Pattern.CASE_INSENSITIVE);
     /** {@link ConfigException}'s own message; greedy, as the value is the user's text and the reason Kafka's. */
     private static final Pattern INVALID_VALUE = Pattern.compile("Invalid value (.*) for configuration (\\S+?)(?:: .*)?",
             Pattern.DOTALL);
@@ -67,8 +78,35 @@ public final class ClientConfigCheck {
                 break;  // a rule over several keys, checked after every value passed: nothing more to find
             }
         }
+        String jaas = props.get(SaslConfigs.SASL_JAAS_CONFIG);
+        if (jaas != null) {
+            try {
+                jaasEntry(jaas);
+            } catch (IllegalArgumentException e) {
+                problems.add(line(SaslConfigs.SASL_JAAS_CONFIG, "not a valid JAAS configuration: " + e.getMessage()));
+            }
+        }
         problems.sort(null);
         return problems;
+    }
+
+    /** The one login module of a {@code sasl.jaas.config} value, as Kafka's clients read it. */
+    static AppConfigurationEntry jaasEntry(String value) {
+        return JaasContext.loadClientContext(Map.of(SaslConfigs.SASL_JAAS_CONFIG, new Password(value)))
+                .configurationEntries().get(0);  // exactly one: Kafka's parser refuses more or fewer
+    }
+
+    /** {@code jaas<TAB>module<TAB>option<TAB>value} lines for a valid {@code sasl.jaas.config}, sorted by option. */
+    static List<String> jaasLines(String value) {
+        AppConfigurationEntry entry = jaasEntry(value);
+        String module = escape(entry.getLoginModuleName());
+        List<String> lines = new ArrayList<>();
+        new TreeMap<>(entry.getOptions()).forEach((option, optionValue) ->
+                lines.add("jaas\t" + module + "\t" + escape(option) + "\t" + escape(String.valueOf(optionValue))));
+        if (lines.isEmpty()) {
+            lines.add("jaas\t" + module + "\t\t");
+        }
+        return lines;
     }
 
     /** {@code key<TAB>reason} for what the client rejected, the value left out when the key may hold a secret. */
@@ -160,6 +198,9 @@ public final class ClientConfigCheck {
         properties.stringPropertyNames().forEach(key -> props.put(key, properties.getProperty(key)));
         List<String> problems = check(args[0], props);
         problems.forEach(out::println);
+        if (problems.isEmpty() && props.containsKey(SaslConfigs.SASL_JAAS_CONFIG)) {
+            jaasLines(props.get(SaslConfigs.SASL_JAAS_CONFIG)).forEach(out::println);
+        }
         out.flush();
         return problems.isEmpty() ? 0 : 1;
     }

@@ -111,6 +111,28 @@ class ClientConfigCheckTest {
                 "linger.ms\tInvalid value 5\\nsoon for configuration linger.ms: Not a number of type LONG"), problems);
     }
 
+    @Test
+    void jaasIsParsedByKafkasOwnParserAndItsOptionsPrintedForACleanFile() {
+        String file = "bootstrap.servers=x:1\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config="
+                + "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"mirror\" "
+                + "password=\"p\\\\\"w;d\";\n";
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        assertEquals(0, ClientConfigCheck.run(new String[] {"producer"},
+                new ByteArrayInputStream(file.getBytes(StandardCharsets.ISO_8859_1)), print(out), print(new ByteArrayOutputStream())));
+        String module = "org.apache.kafka.common.security.scram.ScramLoginModule";
+        assertEquals("jaas\t" + module + "\tpassword\tp\"w;d\njaas\t" + module + "\tusername\tmirror\n",
+                out.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void badJaasSyntaxIsAProblemThatDoesNotShowTheSecret() {
+        List<String> problems = ClientConfigCheck.check("consumer", Map.of(BOOTSTRAP, "x:1", "group.id", "g",
+                "sasl.jaas.config", "org.example.Login required password=\"hunter2\""));
+        assertEquals(1, problems.size());
+        assertTrue(problems.get(0).startsWith("sasl.jaas.config\tnot a valid JAAS configuration: "), problems.get(0));
+        assertFalse(problems.get(0).contains("hunter2"), problems.get(0));
+    }
+
     private static PrintStream print(ByteArrayOutputStream bytes) {
         return new PrintStream(bytes, true, StandardCharsets.UTF_8);
     }
