@@ -64,11 +64,16 @@ def produce(bootstrap: str, topic: str, records: list[dict]) -> None:
     p = producer(bootstrap)
     errors = []
     for r in records:
-        p.produce(topic, key=r.get("key"), value=r.get("value"), partition=r["partition"],
-                  headers=r.get("headers"), timestamp=r.get("timestamp", 0),
-                  on_delivery=lambda err, msg: err and errors.append(err))
+        while True:
+            try:
+                p.produce(topic, key=r.get("key"), value=r.get("value"), partition=r["partition"],
+                          headers=r.get("headers"), timestamp=r.get("timestamp", 0),
+                          on_delivery=lambda err, msg: err and errors.append(err))
+                break
+            except BufferError:  # more records than the producer queues: wait for deliveries
+                p.poll(0.5)
         p.poll(0)
-    assert p.flush(30) == 0, "records not delivered to the source"
+    assert p.flush(60) == 0, "records not delivered to the source"
     assert not errors, errors
 
 
