@@ -21,6 +21,7 @@ FLAGS = {
     "--producer.config": "producer.config",
     "--whitelist": "whitelist",
     "--include": "whitelist",
+    "--topics.exclude": "topics.exclude",
     "--num.streams": "num.streams",
     "--offset.commit.interval.ms": "offset.commit.interval.ms",
     "--abort.on.send.failure": "abort.on.send.failure",
@@ -85,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load = settings_loader(args)
         if args.check:
-            from mirrord.pipeline import Flow
+            from mirrord.pipeline import Flow, check_transforms_alone
 
-            Flow.from_settings(load())
+            check_transforms_alone(Flow.from_settings(load()))
             print("mirrord: configuration OK")
             return 0
         from mirrord.daemon import Daemon

@@ -28,6 +28,7 @@ from mirrord.pipeline import (
     Pipeline,
     TargetTopics,
     add_progress_listener,
+    check_transforms,
     failure,
     has_checkpoint,
     jvm_totals,
@@ -79,6 +80,7 @@ class Daemon:
         self._enter_work_dir()
         self._connect()
         self.spark = spark_session(s)
+        check_transforms(self.spark, self.flow)
         add_progress_listener(self.spark, self._on_progress)
         self._start_query()
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
@@ -91,8 +93,10 @@ class Daemon:
             lambda s: s.sync_group_offsets, lambda s: s.sync_group_offsets_interval, "groups",
             "translate consumer group offsets", self._sync_groups)).start()
         self.notifier.ready(self._status_line())
-        log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
-                 s.whitelist, s.spark_master)
+        log.info("mirroring %s -> %s, topics matching %r%s, %s", self.source.bootstrap, self.target.bootstrap,
+                 s.whitelist, f" but not {s.topics_exclude!r}" if s.topics_exclude else "", s.spark_master)
+        for t in s.transforms:
+            log.info("transform %s on topics matching %r", t.name, t.topics)
         return self._supervise()
 
     def _enter_work_dir(self) -> None:
@@ -230,6 +234,7 @@ class Daemon:
         try:
             settings = self.load_settings()
             flow = Flow.from_settings(settings)
+            check_transforms(self.spark, flow)
         except MirrordError as exc:
             self.notifier.ready(self._status_line())
             log.error("reload refused, keeping the running configuration: %s", exc)
@@ -381,6 +386,7 @@ class Daemon:
         prefix = self.flow.policy.target_prefix
         self.metrics.set_totals({t.removeprefix(prefix): v for t, v in totals.get("topics", {}).items()},
                                 totals.get("latency", {}))
+        self.metrics.set_filtered(totals.get("filtered", {}))
 
     def _status_line(self) -> str:
         rate = 0.0

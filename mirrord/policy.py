@@ -62,12 +62,14 @@ def make_policy(name: str, source_alias: str, target_alias: str, separator: str)
     return IdentityPolicy()
 
 
-def subscribe_pattern(whitelist: str, policy: Policy) -> str:
+def subscribe_pattern(whitelist: str, policy: Policy, exclude: str = "") -> str:
     """One regex, valid in Java and Python, for Spark's `subscribePattern` and for our own listing.
 
-    Internal topics and cycles are excluded by lookaheads, so the Kafka source never reads them.
+    Internal topics, cycles and `topics.exclude` (a whole-name regex, applied after the whitelist as
+    in MirrorMaker 2) are excluded by lookaheads, so the Kafka source never reads them.
     """
-    return f"(?!__)(?!.*\\.internal$){policy.exclusion_regex()}(?:{whitelist})"
+    excluded = f"(?!(?:{exclude})$)" if exclude else ""
+    return f"(?!__)(?!.*\\.internal$){policy.exclusion_regex()}{excluded}(?:{whitelist})"
 
 
 def selects(pattern: str, topic: str) -> bool:
