@@ -11,9 +11,13 @@ import pytest
 EX_CONFIG = 78
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """mirrord from this source tree (not whichever the virtualenv installed), with a bare environment."""
     return subprocess.run([sys.executable, "-m", "mirrord", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+                          timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
 
 
 @pytest.fixture
@@ -118,3 +122,30 @@ def test_kafkas_java_clients_judge_the_properties_files_before_spark_starts(file
     with open(files / file, "a") as f:
         f.write(line + "\n")
     assert_config_error(run(*mm1_flags(), "--check", cwd=files), expected)
+
+
+def transform_conf(files: Path, **keys: str) -> str:
+    body = "".join(f"{k} = {v}\n" for k, v in {"topics": "prd-.*", **keys}.items())
+    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = prd-.*\n\n[transform:dev]\n" + body)
+    return "mirrord.conf"
+
+
+def test_check_accepts_transforms_spark_can_run(files):
+    conf = transform_conf(files, filter="get_json_object(CAST(value AS STRING), '$.kind') <> 'audit'",
+                          sample="0.1", value="regexp_replace(CAST(value AS STRING), 'a', 'b')",
+                          **{"drop.headers": "(?i)authorization"})
+    done = run("--config", conf, "--check", cwd=files)
+    assert (done.returncode, done.stdout.strip(), done.stderr.strip()) == (0, "mirrord: configuration OK", "")
+    assert sorted(p.name for p in files.iterdir()) == ["consumer.properties", "mirrord.conf", "producer.properties"]
+
+
+@pytest.mark.parametrize(("key", "expression", "reason"), [
+    ("filter", "vlaue IS NOT NULL", "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter "
+                                    "with name `vlaue` cannot be resolved"),
+    ("value", "regexp_replace(CAST(value AS STRING), 'a'", "[PARSE_SYNTAX_ERROR] Syntax error"),
+    ("filter", "length(value)", "must give a boolean, got int: length(value)"),
+    ("key", "length(key) > 3", "must give binary or a string, got boolean"),
+])
+def test_check_rejects_a_transform_spark_cannot_run_in_one_line(files, key, expression, reason):
+    assert_config_error(run("--config", transform_conf(files, **{key: expression}), "--check", cwd=files),
+                        f"mirrord.conf: [transform:dev] {key}: {reason}")

@@ -35,6 +35,13 @@ def test_subscribe_pattern_excludes_internal_topics_and_cycles():
     assert selects(identity, "prd-a") and not selects(identity, "prd-ab") and not selects(identity, "xprd-a")
 
 
+def test_topics_exclude_applies_after_the_whitelist_to_the_whole_name():
+    pattern = subscribe_pattern("prd-.*", IdentityPolicy(), "prd-internal-.*|prd-tmp")
+    assert selects(pattern, "prd-orders") and selects(pattern, "prd-tmp2") and selects(pattern, "prd-internals")
+    for topic in ("prd-internal-audit", "prd-tmp", "dev-orders"):
+        assert not selects(pattern, topic), topic
+
+
 def test_cycle_rule_and_regex_agree():
     policy = PrefixPolicy("left", "right")
     pattern = subscribe_pattern(".*", policy)
