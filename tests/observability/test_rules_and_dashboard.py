@@ -42,7 +42,8 @@ def test_dashboard_shows_throughput_lag_latency_errors_and_restarts():
     for metric in ("mirrord_records_total", "mirrord_bytes_total", "mirrord_partition_lag", "mirrord_lag_records",
                    "mirrord_replication_latency_seconds_bucket", "mirrord_batch_duration_seconds_bucket",
                    "mirrord_errors_total", "mirrord_up", "mirrord_last_commit_timestamp_seconds",
-                   "process_start_time_seconds", "mirrord_build_info", "mirrord_records_lost_total"):
+                   "process_start_time_seconds", "mirrord_build_info", "mirrord_records_lost_total",
+                   "mirrord_records_filtered_total"):
         assert metric in exprs, f"no panel shows {metric}"
     for p in panels:
         assert p["datasource"]["uid"] == "${datasource}", f"panel {p['title']!r} is tied to one data source"
