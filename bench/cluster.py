@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 
@@ -44,6 +44,15 @@ class Cluster:
                     for tp, f in self.admin.list_offsets(request, request_timeout=10).items()}
         except KafkaException:
             return {}
+
+    def committed(self, group: str, topic: str, partitions: int) -> dict[int, int]:
+        """The group's committed offset of each partition that has one; {} while it has none (yet)."""
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])]
+        try:
+            answer = self.admin.list_consumer_group_offsets(request, request_timeout=10)[group].result()
+        except KafkaException:
+            return {}
+        return {tp.partition: tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
 
     @staticmethod
     def _wait(cond, what: str, timeout: float = 60) -> None:

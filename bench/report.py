@@ -19,6 +19,9 @@ BEST = "better MM2"  # `against` of _ratios for that reference
 BAR_BACKFILL = {"backfill-100": 1.25, "backfill-1024": 1.0}  # records/s ÷ the better MM2, at least
 BAR_READY_S = 15.0  # READY (sd_notify) after launch, less than
 BAR_RSS_BYTES = 1.2 * 2**30  # peak RSS of the process tree, at most
+# mirrord with a transform (filter + mask) against plain mirrord, in the same repetition (issue 9).
+TRANSFORM, PLAIN = "mirrord-transform", "mirrord"
+BAR_TRANSFORM = 0.80  # source records/s with the transform ÷ without, at least: it costs at most 20 %
 
 
 def brief(workload: str, res: dict) -> str:
@@ -226,8 +229,10 @@ def render(results: dict) -> str:
                 f"{_status(runs, _better_count(results, name, 'steady'))} |")
         lines.append("")
 
-    for name in [n for n in names if n == "mirrord" or n.startswith("mirrord-")]:
+    for name in [n for n in names if (n == "mirrord" or n.startswith("mirrord-")) and n != TRANSFORM]:
         lines += _versus_mm2(results, name) + _bars(results, name)
+    if TRANSFORM in names:
+        lines += _transform_cost(results)
 
     lines += ["### Ratios (records/s, pair by pair within each repetition)", ""]
     for name, label in names.items():
@@ -443,6 +448,44 @@ def _bars(results: dict, name: str) -> list[str]:
         f"{_mib(max(rss)):,.0f} MiB (median {_mib(statistics.median(rss)):,.0f})" if rss
         else f"–; {len(every)} of {len(every)} runs failed" if every else "–",
         max(rss) <= BAR_RSS_BYTES if rss else none)
+    return lines + [""]
+
+
+def _transform_cost(results: dict) -> list[str]:
+    """What a transform costs: source records read per second with it and without it, repetition by repetition
+    (both until the group committed the source's end, so a run that writes fewer records compares)."""
+    names = results["contenders"]
+    lines = [f"### What a transform costs: {names[TRANSFORM]} against {names.get(PLAIN, PLAIN)}", "",
+             "Source records read per second, from the first record on the target until the consumer group "
+             "committed the source's end, measured alike for both; the ratio is taken within each repetition. "
+             f"Bar: the transformed rate is at least {BAR_TRANSFORM:.2f}× the plain one (a transform costs at most "
+             f"{100 * (1 - BAR_TRANSFORM):.0f} %).", "",
+             "| backfill | rep | mirrord records read/s | with the transform | ÷ | records written (of read) |",
+             "|---|---|---:|---:|---:|---|"]
+    ratios_by = {}
+    for w in [w for w in SIZE_LABEL if w in results["config"]["workloads"]]:
+        ratios = []
+        for rep in results["reps"]:
+            mine, plain = rep["runs"].get(TRANSFORM, {}).get(w), rep["runs"].get(PLAIN, {}).get(w)
+            if mine is None:
+                continue
+            ok = _ok(mine) and _ok(plain) and mine.get("read_per_s") and plain.get("read_per_s")
+            ratio = mine["read_per_s"] / plain["read_per_s"] if ok else None
+            ratios += [ratio] if ratio else []
+            written = f"{mine['copied']:,} of {mine['records']:,}" if _ok(mine) else mine.get("status")
+            lines.append(f"| {SIZE_LABEL[w]} | {rep['rep']} | "
+                         f"{spread([plain.get('read_per_s')] if _ok(plain) else [])} | "
+                         f"{spread([mine.get('read_per_s')] if _ok(mine) else [])} | "
+                         f"{spread([ratio], '{:.2f}')} | "
+                         f"{written} |")
+        if ratios:
+            ratios_by[w] = ratios
+            lines.append(f"| **{SIZE_LABEL[w]}** | **median** | | | {spread(ratios, '{:.2f}')} | |")
+    lines.append("")
+    for w, ratios in ratios_by.items():
+        med = _med(ratios)
+        lines.append(f"- Backfill {SIZE_LABEL[w]}: with the transform ÷ without, median {med:.2f} over "
+                     f"{len(ratios)} repetitions (bar ≥ {BAR_TRANSFORM:.2f}): {_verdict(med >= BAR_TRANSFORM)}")
     return lines + [""]
 
 
