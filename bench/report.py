@@ -496,13 +496,19 @@ def _gist(error: str) -> str:
     return text.replace("`", "'")
 
 
-def update_doc(path: Path, tables: str) -> None:
-    """Replace what stands between the markers (appending them if the file has none)."""
+def markers(block: str = "") -> tuple[str, str]:
+    """The markers of the default block (a full run) or of a named one (a partial run kept apart from it)."""
+    return (BEGIN, END) if not block else (f"<!-- bench:{block}:begin -->", f"<!-- bench:{block}:end -->")
+
+
+def update_doc(path: Path, tables: str, block: str = "") -> None:
+    """Replace what stands between the block's markers (appending them if the file has none)."""
+    begin, end = markers(block)
     text = path.read_text() if path.exists() else ""
-    block = f"{BEGIN}\n{tables}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    block = f"{begin}\n{tables}{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
     path.write_text(text)
@@ -510,4 +516,4 @@ def update_doc(path: Path, tables: str) -> None:
 
 if __name__ == "__main__":
     doc = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
-    update_doc(doc, render(json.loads(Path(sys.argv[1]).read_text())))
+    update_doc(doc, render(json.loads(Path(sys.argv[1]).read_text())), sys.argv[3] if len(sys.argv) > 3 else "")

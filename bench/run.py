@@ -300,6 +300,8 @@ class Bench:
                 time.sleep(0.2)
         finally:
             res = self._finish(launched, run)
+            if group:
+                self.source.forget(group)
         # A contender that ends by itself (the kcat pipe) may end between two samples; the CPU of the
         # processes it reaped is in our children's rusage, and nothing else of ours ends during a backfill.
         now_reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -442,6 +444,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--warmup-seconds", type=float, default=d.warmup_seconds, help="unmeasured start of the stream")
     ap.add_argument("--run-timeout", type=float, default=d.run_timeout,
                     help="a backfill copying longer than this ends, its rate taken from what it copied")
+    ap.add_argument("--startup-timeout", type=float, default=d.startup_timeout,
+                    help="a contender that copied nothing this long after launch has failed (default %(default)s)")
     ap.add_argument("--contenders", default="",
                     help="comma-separated names, each optionally with its own workloads: "
                          "mm2,mm2-streams,mirrord:steady+backfill-100 (default: all available, all workloads); "
@@ -451,12 +455,14 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--budget-minutes", type=float, default=d.budget_minutes,
                     help="start no repetition that would, at the last one's pace, end after this")
     ap.add_argument("--doc", default=str(ROOT / "BENCHMARKS.md"), help="file whose tables to regenerate ('' = none)")
+    ap.add_argument("--doc-block", default="", help="write the tables between <!-- bench:NAME:begin/end --> "
+                    "instead of the full run's markers (a partial run, kept apart)")
     ap.add_argument("--brokers", default="", help="SOURCE,TARGET bootstrap of running brokers (debugging)")
     ap.add_argument("--results", default=str(ROOT / "bench" / "results"), help="directory for raw JSON and logs")
     a = ap.parse_args(argv)
     cfg = Config(reps=a.reps, records={"backfill-100": a.records_100, "backfill-1024": a.records_1024},
                  partitions=a.partitions, streams=a.streams, rate=a.rate, steady_seconds=a.steady_seconds,
-                 warmup_seconds=a.warmup_seconds, run_timeout=a.run_timeout,
+                 warmup_seconds=a.warmup_seconds, run_timeout=a.run_timeout, startup_timeout=a.startup_timeout,
                  workloads=[w for w in a.workloads.split(",") if w], limit=not a.no_limit,
                  budget_minutes=a.budget_minutes)
     for spec in filter(None, a.contenders.split(",")):
@@ -527,7 +533,7 @@ def main(argv: list[str] | None = None) -> dict:
     (outdir / "results.json").write_text(json.dumps(results, indent=1))
     log(f"done in {wall / 60:.1f} min; raw results {outdir / 'results.json'}")
     if a.doc:
-        report.update_doc(Path(a.doc), report.render(results))
+        report.update_doc(Path(a.doc), report.render(results), a.doc_block)
         log(f"tables regenerated in {a.doc}")
     return results
 
