@@ -178,10 +178,6 @@ def jvm_totals(spark) -> dict:
     return json.loads(spark._jvm.io.mirrord.MirrordPlugin.totalsJson())
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 class TargetTopics:
     """Creates each source topic's copy in the target (same partition count; with topic config sync, the
     source topic's own configs) before its records can be written, and adds partitions as the source
@@ -215,7 +211,7 @@ def _sink_columns(records, policy: Policy):
     offset (built after the transforms, around the transformed key), value, headers, partition."""
     prefix = policy.target_prefix
     return records.selectExpr(
-        f"concat({_sql_string(prefix)}, topic) AS topic" if prefix else "topic",
+        f"concat({transforms.sql_string(prefix)}, topic) AS topic" if prefix else "topic",
         f"{ENVELOPE_UDF[0]}(key, unix_millis(timestamp), offset, timestampType) AS key",
         "value", "headers", "partition")
 

@@ -14,7 +14,6 @@ which is only called for records the filter or the sample drops and always retur
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 DROPPED_UDF = ("mirrord_dropped", "io.mirrord.DroppedUdf")
@@ -43,9 +42,6 @@ class Transform:
     @property
     def drops(self) -> bool:
         return bool(self.filter) or self.sample < 1.0
-
-    def applies_to(self, topic: str) -> bool:
-        return re.fullmatch(self.topics, topic) is not None
 
 
 def sql_string(text: str) -> str:
