@@ -14,10 +14,13 @@ EX_CONFIG = 78
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
     """mirrord from this source tree (not whichever the virtualenv installed), with a bare environment."""
     return subprocess.run([sys.executable, "-m", "mirrord", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+                          timeout=timeout, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+
+
+SPARK_START = 180  # --check starts a local Spark to analyse transforms: seconds on a quiet machine, more on a busy one
 
 
 @pytest.fixture
@@ -134,7 +137,7 @@ def test_check_accepts_transforms_spark_can_run(files):
     conf = transform_conf(files, filter="get_json_object(CAST(value AS STRING), '$.kind') <> 'audit'",
                           sample="0.1", value="regexp_replace(CAST(value AS STRING), 'a', 'b')",
                           **{"drop.headers": "(?i)authorization"})
-    done = run("--config", conf, "--check", cwd=files)
+    done = run("--config", conf, "--check", cwd=files, timeout=SPARK_START)
     assert (done.returncode, done.stdout.strip(), done.stderr.strip()) == (0, "mirrord: configuration OK", "")
     assert sorted(p.name for p in files.iterdir()) == ["consumer.properties", "mirrord.conf", "producer.properties"]
 
@@ -147,5 +150,6 @@ def test_check_accepts_transforms_spark_can_run(files):
     ("key", "length(key) > 3", "must give binary or a string, got boolean"),
 ])
 def test_check_rejects_a_transform_spark_cannot_run_in_one_line(files, key, expression, reason):
-    assert_config_error(run("--config", transform_conf(files, **{key: expression}), "--check", cwd=files),
+    assert_config_error(run("--config", transform_conf(files, **{key: expression}), "--check", cwd=files,
+                            timeout=SPARK_START),
                         f"mirrord.conf: [transform:dev] {key}: {reason}")
