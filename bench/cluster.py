@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 
@@ -12,6 +12,7 @@ class Cluster:
     def __init__(self, bootstrap: str):
         self.bootstrap = bootstrap
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+        self._groups: dict[str, Consumer] = {}  # a client per group whose commits are read, never subscribed
 
     def create(self, topic: str, partitions: int) -> None:
         futures = self.admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
@@ -44,6 +45,25 @@ class Cluster:
                     for tp, f in self.admin.list_offsets(request, request_timeout=10).items()}
         except KafkaException:
             return {}
+
+    def committed(self, group: str, topic: str, partitions: int) -> dict[int, int]:
+        """The group's committed offset of each partition that has one; {} while it has none (yet). Read
+        with a consumer of the group that never joins it (the admin client's call crashed librdkafka 2.16
+        while the group did not exist yet)."""
+        if group not in self._groups:
+            self._groups[group] = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group,
+                                            "enable.auto.commit": False, "log_level": 4})
+        try:
+            answer = self._groups[group].committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+        except KafkaException:
+            return {}
+        return {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
+
+    def forget(self, group: str) -> None:
+        """Close the group's client (after its run)."""
+        consumer = self._groups.pop(group, None)
+        if consumer is not None:
+            consumer.close()
 
     @staticmethod
     def _wait(cond, what: str, timeout: float = 60) -> None:

@@ -65,6 +65,8 @@ class Contender:
     creates_topics: bool = True  # else the bench creates the target topics (brokers do not auto-create)
     keeps_partitions: bool = True  # else completion compares total record counts, not partitions
     notifies: bool = False  # sends sd_notify READY=1: the bench gives it a NOTIFY_SOCKET and times READY
+    workloads: tuple[str, ...] = ()  # the workloads it runs unless --contenders says otherwise (empty: all)
+    drops: bool = False  # copies fewer records than the source has: done when its group has committed the end
 
     def available(self) -> str | None:
         """None when it can run here, else why not."""
@@ -76,6 +78,10 @@ class Contender:
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
         raise NotImplementedError
+
+    def group(self, run: Run) -> str | None:
+        """The consumer group that commits its progress on the source after each batch, if it has one."""
+        return None
 
 
 @dataclass
@@ -205,13 +211,17 @@ class Mirrord(Contender):
     label: str = "mirrord (default sink)"
     notifies: bool = True
     conf: dict[str, str] = field(default_factory=dict)
+    sections: str = ""  # more mirrord.conf sections ([transform:NAME])
 
     def available(self) -> str | None:
         return None if (VENV / "bin" / "mirrord").exists() else "mirrord is not installed in .venv"
 
+    def group(self, run: Run) -> str | None:
+        return f"bench-mirrord-{run.id}"
+
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
         consumer = properties(run.workdir / "consumer.properties", {
-            "bootstrap.servers": ctx.source, "group.id": f"bench-mirrord-{run.id}", "auto.offset.reset": "earliest"})
+            "bootstrap.servers": ctx.source, "group.id": self.group(run), "auto.offset.reset": "earliest"})
         producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER})
         settings = {
             "consumer.config": str(consumer), "producer.config": str(producer), "whitelist": run.pattern,
@@ -219,10 +229,11 @@ class Mirrord(Contender):
             "metrics.listen": f"127.0.0.1:{free_port()}", "flow": f"bench{run.id}",
         }
         mirrord = str(VENV / "bin" / "mirrord")
-        if not self.conf:
+        if not self.conf and not self.sections:
             return [mirrord, *[a for k, v in settings.items() for a in (f"--{k}", v)]], _spark_env()
         conf = run.workdir / "mirrord.conf"
-        conf.write_text("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in {**settings, **self.conf}.items()))
+        conf.write_text("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in {**settings, **self.conf}.items())
+                        + self.sections)
         return [mirrord, "--config", str(conf)], _spark_env()
 
 
@@ -237,5 +248,19 @@ def all_contenders() -> list[Contender]:
         name, _, kvs = spec.partition(":")
         conf = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)
         out.append(Mirrord(name=f"mirrord-{name}", label=f"mirrord ({name})", conf=conf))
-    out += [SparkBuiltin(), MirrorMaker1(), Kcat()]
+    out += [Mirrord(name=TRANSFORM, label="mirrord (filter + mask transform)", sections=TRANSFORM_SECTIONS,
+                    workloads=("backfill-100",), drops=True),
+            SparkBuiltin(), MirrorMaker1(), Kcat()]
     return out
+
+
+# What a transform costs (issue: "filter + mask on the 100 B backfill"). ProducerPerformance's values are
+# random capital letters: the filter reads each value and drops the ~1/26 that start with Z; the mask runs
+# a regex over every kept value and rewrites each match, as masking a field in JSON would.
+TRANSFORM = "mirrord-transform"
+TRANSFORM_SECTIONS = """
+[transform:bench]
+topics = .*
+filter = NOT startswith(CAST(value AS STRING), 'Z')
+value = regexp_replace(CAST(value AS STRING), 'Q[A-Z]{3}', 'Q***')
+"""

@@ -19,6 +19,9 @@ BEST = "better MM2"  # `against` of _ratios for that reference
 BAR_BACKFILL = {"backfill-100": 1.25, "backfill-1024": 1.0}  # records/s ÷ the better MM2, at least
 BAR_READY_S = 15.0  # READY (sd_notify) after launch, less than
 BAR_RSS_BYTES = 1.2 * 2**30  # peak RSS of the process tree, at most
+# mirrord with a transform (filter + mask) against plain mirrord, in the same repetition (issue 9).
+TRANSFORM, PLAIN = "mirrord-transform", "mirrord"
+BAR_TRANSFORM = 0.80  # source records/s with the transform ÷ without, at least: it costs at most 20 %
 
 
 def brief(workload: str, res: dict) -> str:
@@ -226,8 +229,10 @@ def render(results: dict) -> str:
                 f"{_status(runs, _better_count(results, name, 'steady'))} |")
         lines.append("")
 
-    for name in [n for n in names if n == "mirrord" or n.startswith("mirrord-")]:
+    for name in [n for n in names if (n == "mirrord" or n.startswith("mirrord-")) and n != TRANSFORM]:
         lines += _versus_mm2(results, name) + _bars(results, name)
+    if TRANSFORM in names:
+        lines += _transform_cost(results)
 
     lines += ["### Ratios (records/s, pair by pair within each repetition)", ""]
     for name, label in names.items():
@@ -446,6 +451,53 @@ def _bars(results: dict, name: str) -> list[str]:
     return lines + [""]
 
 
+def _transform_cost(results: dict) -> list[str]:
+    """What a transform costs: source records read per second with it and without it, repetition by repetition
+    (both until the group committed the source's end, so a run that writes fewer records compares)."""
+    names = results["contenders"]
+    lines = [f"### What a transform costs: {names[TRANSFORM]} against {names.get(PLAIN, PLAIN)}", "",
+             "Source records read per second, from the first record on the target until the consumer group "
+             "committed the source's end, measured alike for both; the ratio is taken within each repetition. "
+             f"Bar: the transformed rate is at least {BAR_TRANSFORM:.2f}× the plain one (a transform costs at most "
+             f"{100 * (1 - BAR_TRANSFORM):.0f} %).", "",
+             "Rates swing with other load on a shared machine; the CPU time of each run's process tree (start-up "
+             "included, the same records read) is steadier: its ratio is what the transform costs in CPU.", "",
+             "| backfill | rep | mirrord records read/s | with the transform | ÷ | mirrord CPU s | with the transform "
+             "| ÷ | records written (of read) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    ratios_by, cpu_by = {}, {}
+    for w in [w for w in SIZE_LABEL if w in results["config"]["workloads"]]:
+        ratios, cpus = [], []
+        for rep in results["reps"]:
+            mine, plain = rep["runs"].get(TRANSFORM, {}).get(w), rep["runs"].get(PLAIN, {}).get(w)
+            if mine is None:
+                continue
+            ok = _ok(mine) and _ok(plain) and mine.get("read_per_s") and plain.get("read_per_s")
+            ratio = mine["read_per_s"] / plain["read_per_s"] if ok else None
+            ratios += [ratio] if ratio else []
+            cpu = mine["cpu_seconds"] / plain["cpu_seconds"] if ok and plain.get("cpu_seconds") else None
+            cpus += [cpu] if cpu else []
+            written = f"{mine['copied']:,} of {mine['records']:,}" if _ok(mine) else mine.get("status")
+            lines.append(f"| {SIZE_LABEL[w]} | {rep['rep']} | "
+                         f"{spread([plain.get('read_per_s')] if _ok(plain) else [])} | "
+                         f"{spread([mine.get('read_per_s')] if _ok(mine) else [])} | "
+                         f"{spread([ratio], '{:.2f}')} | "
+                         f"{spread([plain.get('cpu_seconds')] if _ok(plain) else [], '{:.0f}')} | "
+                         f"{spread([mine.get('cpu_seconds')] if _ok(mine) else [], '{:.0f}')} | "
+                         f"{spread([cpu], '{:.2f}')} | {written} |")
+        if ratios:
+            ratios_by[w], cpu_by[w] = ratios, cpus
+            lines.append(f"| **{SIZE_LABEL[w]}** | **median** | | | {spread(ratios, '{:.2f}')} | | | "
+                         f"{spread(cpus, '{:.2f}')} | |")
+    lines.append("")
+    for w, ratios in ratios_by.items():
+        med = _med(ratios)
+        lines.append(f"- Backfill {SIZE_LABEL[w]}: records read/s with the transform ÷ without, median {med:.2f} "
+                     f"over {len(ratios)} repetitions (bar ≥ {BAR_TRANSFORM:.2f}): {_verdict(med >= BAR_TRANSFORM)}; "
+                     f"CPU s with ÷ without, median {_med(cpu_by[w]):.2f}")
+    return lines + [""]
+
+
 def _gist(error: str) -> str:
     """The first line of an error and, if it has more, its last (a contender's log tail ends with the cause)."""
     lines = [ln.strip() for ln in error.splitlines() if ln.strip()] or [""]
@@ -453,13 +505,19 @@ def _gist(error: str) -> str:
     return text.replace("`", "'")
 
 
-def update_doc(path: Path, tables: str) -> None:
-    """Replace what stands between the markers (appending them if the file has none)."""
+def markers(block: str = "") -> tuple[str, str]:
+    """The markers of the default block (a full run) or of a named one (a partial run kept apart from it)."""
+    return (BEGIN, END) if not block else (f"<!-- bench:{block}:begin -->", f"<!-- bench:{block}:end -->")
+
+
+def update_doc(path: Path, tables: str, block: str = "") -> None:
+    """Replace what stands between the block's markers (appending them if the file has none)."""
+    begin, end = markers(block)
     text = path.read_text() if path.exists() else ""
-    block = f"{BEGIN}\n{tables}{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    block = f"{begin}\n{tables}{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
     path.write_text(text)
@@ -467,4 +525,4 @@ def update_doc(path: Path, tables: str) -> None:
 
 if __name__ == "__main__":
     doc = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
-    update_doc(doc, render(json.loads(Path(sys.argv[1]).read_text())))
+    update_doc(doc, render(json.loads(Path(sys.argv[1]).read_text())), sys.argv[3] if len(sys.argv) > 3 else "")

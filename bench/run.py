@@ -269,35 +269,51 @@ class Bench:
         t_launch = time.monotonic()
         launched = self._launch(c, run)
         proc = launched.proc
-        t_first = t_done = None
-        first_copied = copied = 0
+        t_first = t_done = t_read = None
+        first_copied = copied = first_read = read = 0
+        group = c.group(run)
         status = "ok"
         try:
             while True:
                 now = time.monotonic()
                 ends = self.target.end_offsets(topic)
                 copied = sum(ends.values())
+                committed = self.source.committed(group, topic, len(want)) if group else {}
+                read = sum(committed.values())
                 if copied and t_first is None:
-                    t_first, first_copied = now, copied
-                if (all(ends.get(p, 0) >= e for p, e in want.items()) if c.keeps_partitions else copied >= total):
+                    t_first, first_copied, first_read = now, copied, read
+                if t_read is None and committed and all(committed.get(p, 0) >= e for p, e in want.items()):
+                    t_read = now
+                if c.drops:
+                    done = t_read is not None
+                else:
+                    done = all(ends.get(p, 0) >= e for p, e in want.items()) if c.keeps_partitions else copied >= total
+                if done and t_done is None:
                     t_done = now
-                    break
+                if t_done is not None and (t_read is not None or not group or now - t_done > 30):
+                    break  # and, for a mirror with a group, its commit of the source's end (for read_per_s)
                 self._fail_if_exited(proc, run)
                 limit = self.cfg.startup_timeout if t_first is None else self.cfg.run_timeout
-                if now - (t_launch if t_first is None else t_first) > limit:
+                if t_done is None and now - (t_launch if t_first is None else t_first) > limit:
                     status, t_done = "timeout", now
                     break
                 time.sleep(0.2)
         finally:
             res = self._finish(launched, run)
+            if group:
+                self.source.forget(group)
         # A contender that ends by itself (the kcat pipe) may end between two samples; the CPU of the
         # processes it reaped is in our children's rusage, and nothing else of ours ends during a backfill.
         now_reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
         res["cpu_seconds"] = max(res["cpu_seconds"], now_reaped.ru_utime + now_reaped.ru_stime
                                  - reaped.ru_utime - reaped.ru_stime)
-        moved = copied - first_copied
+        moved = (read - first_read) if c.drops else copied - first_copied
         secs = (t_done - t_first) if t_first else 0.0
         rate = moved / secs if secs > 0 else 0.0
+        # Source records per second until the group committed the source's end: measured alike for a mirror
+        # that drops records and one that does not, so the two compare (the transform's cost).
+        read_secs = (t_read - t_first) if t_first and t_read else 0.0
+        res["read_per_s"] = (read - first_read) / read_secs if read_secs > 0 else None
         size = SIZES[workload]
         res.update(status=status, records=total, copied=copied, seconds=secs, records_per_s=rate,
                    mb_per_s=rate * size / 1e6, startup_seconds=(t_first - t_launch) if t_first else None,
@@ -428,6 +444,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--warmup-seconds", type=float, default=d.warmup_seconds, help="unmeasured start of the stream")
     ap.add_argument("--run-timeout", type=float, default=d.run_timeout,
                     help="a backfill copying longer than this ends, its rate taken from what it copied")
+    ap.add_argument("--startup-timeout", type=float, default=d.startup_timeout,
+                    help="a contender that copied nothing this long after launch has failed (default %(default)s)")
     ap.add_argument("--contenders", default="",
                     help="comma-separated names, each optionally with its own workloads: "
                          "mm2,mm2-streams,mirrord:steady+backfill-100 (default: all available, all workloads); "
@@ -437,12 +455,14 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--budget-minutes", type=float, default=d.budget_minutes,
                     help="start no repetition that would, at the last one's pace, end after this")
     ap.add_argument("--doc", default=str(ROOT / "BENCHMARKS.md"), help="file whose tables to regenerate ('' = none)")
+    ap.add_argument("--doc-block", default="", help="write the tables between <!-- bench:NAME:begin/end --> "
+                    "instead of the full run's markers (a partial run, kept apart)")
     ap.add_argument("--brokers", default="", help="SOURCE,TARGET bootstrap of running brokers (debugging)")
     ap.add_argument("--results", default=str(ROOT / "bench" / "results"), help="directory for raw JSON and logs")
     a = ap.parse_args(argv)
     cfg = Config(reps=a.reps, records={"backfill-100": a.records_100, "backfill-1024": a.records_1024},
                  partitions=a.partitions, streams=a.streams, rate=a.rate, steady_seconds=a.steady_seconds,
-                 warmup_seconds=a.warmup_seconds, run_timeout=a.run_timeout,
+                 warmup_seconds=a.warmup_seconds, run_timeout=a.run_timeout, startup_timeout=a.startup_timeout,
                  workloads=[w for w in a.workloads.split(",") if w], limit=not a.no_limit,
                  budget_minutes=a.budget_minutes)
     for spec in filter(None, a.contenders.split(",")):
@@ -493,7 +513,8 @@ def main(argv: list[str] | None = None) -> dict:
                 results["reps"].append(entry)
                 shift = (rep - 1) % max(1, len(contenders))
                 for c in contenders[shift:] + contenders[:shift]:
-                    for w in [w for w in cfg.workloads if w in (cfg.contenders.get(c.name) or cfg.workloads)]:
+                    for w in [w for w in cfg.workloads
+                              if w in (cfg.contenders.get(c.name) or c.workloads or cfg.workloads)]:
                         log(f"rep {rep}: {c.name} {w}")
                         try:
                             res = bench.steady(c, rep) if w == "steady" else bench.backfill(c, w, rep)
@@ -512,7 +533,7 @@ def main(argv: list[str] | None = None) -> dict:
     (outdir / "results.json").write_text(json.dumps(results, indent=1))
     log(f"done in {wall / 60:.1f} min; raw results {outdir / 'results.json'}")
     if a.doc:
-        report.update_doc(Path(a.doc), report.render(results))
+        report.update_doc(Path(a.doc), report.render(results), a.doc_block)
         log(f"tables regenerated in {a.doc}")
     return results
 

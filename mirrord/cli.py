@@ -23,6 +23,7 @@ FLAGS = {
     "--producer.config": "producer.config",
     "--whitelist": "whitelist",
     "--include": "whitelist",
+    "--topics.exclude": "topics.exclude",
     "--num.streams": "num.streams",
     "--offset.commit.interval.ms": "offset.commit.interval.ms",
     "--abort.on.send.failure": "abort.on.send.failure",
@@ -130,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
 
             return failover.run(load(), args.group, args.topic, args.apply)
         if args.check:
-            from mirrord.pipeline import Flow
+            from mirrord.pipeline import Flow, check_transforms_alone
 
-            Flow.from_settings(load())
+            check_transforms_alone(Flow.from_settings(load()))
             print("mirrord: configuration OK")
             return 0
         from mirrord.daemon import Daemon

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import javaproperties
 
+from mirrord import transforms
 from mirrord.errors import ConfigError
 from mirrord.redact import dataclass_repr, remember_secrets
+from mirrord.transforms import Transform
 
 DEFAULT_CONFIG = Path("/etc/mirrord/mirrord.conf")
 SECTION = "mirrord"
@@ -136,6 +138,8 @@ KEYS: dict[str, Key] = {
     "consumer.config": Key(_text, "consumer.properties", "source cluster, Java consumer properties"),
     "producer.config": Key(_text, "producer.properties", "target cluster, Java producer properties"),
     "whitelist": Key(_whitelist, None, "topics to mirror: a regex matched against the whole name"),
+    "topics.exclude": Key(_optional_regex, "", "topics never mirrored although the whitelist matches them: a regex "
+                          "(MirrorMaker 2's name)"),
     "num.streams": Key(_positive_int, "1", "parallel Spark tasks (local[N]), as MirrorMaker 1's streams"),
     "offset.commit.interval.ms": Key(_positive_int, "250", "micro-batch interval; each batch ends in a commit"),
     "abort.on.send.failure": Key(_boolean, "true", "exit on a failed send (else retry the batch in-process)"),
@@ -224,6 +228,8 @@ class Settings:
     emit_heartbeats_interval: float = 1.0
     sync_topic_acls: bool = False
     sync_topic_acls_interval: float = 600.0
+    topics_exclude: str = ""
+    transforms: tuple[Transform, ...] = ()
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -277,10 +283,12 @@ def _read_ini(path: Path) -> configparser.ConfigParser:
         raise ConfigError(path, None, f"not a readable text file: {exc}") from None
     except configparser.Error as exc:
         raise _ini_error(path, exc) from None
-    unknown_sections = set(parser.sections()) - {SECTION, SPARK_SECTION}
+    unknown_sections = {s for s in parser.sections() if not s.startswith(transforms.SECTION_PREFIX)} - {
+        SECTION, SPARK_SECTION}
     if unknown_sections:
         name = sorted(unknown_sections)[0]
-        raise ConfigError(path, f"[{name}]", f"unknown section (expected [{SECTION}] and [{SPARK_SECTION}])")
+        raise ConfigError(path, f"[{name}]", f"unknown section (expected [{SECTION}], [{SPARK_SECTION}] and "
+                                             f"[{transforms.SECTION_PREFIX}NAME])")
     return parser
 
 
@@ -302,13 +310,13 @@ def _unknown(key: str, known) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _section(parser: configparser.ConfigParser, name: str, path: Path, is_setting) -> dict[str, str]:
-    """A section's settings; [DEFAULT] keys that are not settings are variables for ${...}."""
+def _section(parser: configparser.ConfigParser, name: str, path: Path, is_setting, raw: bool = False) -> dict[str, str]:
+    """A section's settings; [DEFAULT] keys that are not settings are variables for ${...} (unless raw)."""
     if not parser.has_section(name):
         return {}
     try:
         shared = parser.defaults()
-        return {k: v for k, v in parser.items(name) if k not in shared or is_setting(k)}
+        return {k: v for k, v in parser.items(name, raw=raw) if k not in shared or is_setting(k)}
     except configparser.InterpolationError as exc:
         raise ConfigError(path, getattr(exc, "option", None), f"bad ${{...}} reference: {exc.message}") from None
 
@@ -330,6 +338,39 @@ def check_aliases(policy: str, given: Mapping[str, Origin], aliases: Mapping[str
     if aliases["source.alias"] == aliases["target.alias"]:
         raise given["target.alias"].error(f"must differ from source.alias ({aliases['source.alias']!r}): "
                                           "with the prefix policy equal aliases make a cycle")
+# Every key of a [transform:NAME] section; `etc/mirrord.conf` documents them.
+TRANSFORM_KEYS = ("topics", "filter", "sample", "key", "value", "drop.headers")
+
+
+def _transform(name: str, values: Mapping[str, str], path: Path) -> Transform:
+    """One [transform:NAME] section; its expressions are checked by Spark later (pipeline.check_transforms)."""
+    section = f"[{transforms.SECTION_PREFIX}{name}]"
+    _flow(name, Origin(str(path), section))
+    for key in values:
+        if key not in TRANSFORM_KEYS:
+            raise ConfigError(path, f"{section} {key}", f"unknown setting (expected {', '.join(TRANSFORM_KEYS)})")
+    if not values.get("topics", "").strip():
+        raise ConfigError(path, f"{section} topics", "required: a regex of the source topics it applies to")
+    origin = lambda key: Origin(str(path), f"{section} {key}")  # noqa: E731
+    text = {k: values.get(k, "").strip() for k in TRANSFORM_KEYS}
+    if not any(text[k] for k in TRANSFORM_KEYS if k != "topics"):
+        raise ConfigError(path, section, "does nothing: set filter, sample, key, value or drop.headers")
+    sample = 1.0
+    if text["sample"]:
+        try:
+            sample = transforms.parse_sample(text["sample"])
+        except ValueError as exc:
+            raise origin("sample").error(str(exc)) from None
+    return Transform(name=name, topics=_whitelist(text["topics"], origin("topics")), filter=text["filter"],
+                     sample=sample, key=text["key"], value=text["value"],
+                     drop_headers=_optional_regex(text["drop.headers"], origin("drop.headers")))
+
+
+def _transforms(parser: configparser.ConfigParser, path: Path) -> tuple[Transform, ...]:
+    """Taken as written, without ${...} interpolation: JSON paths in Spark SQL start with `$`."""
+    return tuple(_transform(section.removeprefix(transforms.SECTION_PREFIX),
+                            _section(parser, section, path, TRANSFORM_KEYS.__contains__, raw=True), path)
+                 for section in parser.sections() if section.startswith(transforms.SECTION_PREFIX))
 
 
 def load(
@@ -342,6 +383,7 @@ def load(
     environ = os.environ if environ is None else environ
     raw: dict[str, tuple[str, Origin]] = {}
     spark_conf: dict[str, str] = {}
+    transform_sections: tuple[Transform, ...] = ()
     base = Path.cwd()
     if config_file is not None:
         parser = _read_ini(config_file)
@@ -355,6 +397,7 @@ def load(
         for key in spark_conf:
             if not key.startswith("spark."):
                 raise ConfigError(config_file, key, f"[{SPARK_SECTION}] takes Spark settings (spark.*) only")
+        transform_sections = _transforms(parser, config_file)
     for key in KEYS:
         var = ENV_PREFIX + key.upper().replace(".", "_")
         if environ.get(var, "").strip():
@@ -412,6 +455,8 @@ def load(
         emit_heartbeats_interval=float(values["emit.heartbeats.interval.seconds"]),  # type: ignore[arg-type]
         sync_topic_acls=bool(values["sync.topic.acls.enabled"]),
         sync_topic_acls_interval=float(values["sync.topic.acls.interval.seconds"]),  # type: ignore[arg-type]
+        topics_exclude=str(values["topics.exclude"]),
+        transforms=transform_sections,
         spark_conf=spark_conf,
         config_file=config_file,
     )

@@ -30,6 +30,7 @@ from mirrord.pipeline import (
     Pipeline,
     TargetTopics,
     add_progress_listener,
+    check_transforms,
     checkpoint_offsets,
     failure,
     has_checkpoint,
@@ -104,6 +105,7 @@ class Daemon:
         log.info("starting Spark (%s)", s.spark_master)
         self.spark = spark_session(s)
         self._take_signals()  # again: pyspark's SparkContext makes SIGINT cancel every job and raise
+        check_transforms(self.spark, self.flow)
         add_progress_listener(self.spark, self._on_progress)
         threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
         jobs = Scheduler(self._stop, self.metrics)
@@ -278,8 +280,11 @@ class Daemon:
         self._start_failures = 0
         if not self._started:
             self._started = True
-            log.info("mirroring %s -> %s, topics matching %r, %s", self.source.bootstrap, self.target.bootstrap,
-                     self.settings.whitelist, self.settings.spark_master)
+            s = self.settings
+            log.info("mirroring %s -> %s, topics matching %r%s, %s", self.source.bootstrap, self.target.bootstrap,
+                     s.whitelist, f" but not {s.topics_exclude!r}" if s.topics_exclude else "", s.spark_master)
+            for t in s.transforms:
+                log.info("transform %s on topics matching %r", t.name, t.topics)
         if not self._ready_sent:
             self._send_ready()
 
@@ -388,6 +393,7 @@ class Daemon:
             restart = self.flow.query_differs(flow)
             if restart and not self.clusters.all_up():
                 raise MirrordError(f"not during an outage ({'; '.join(self.clusters.away())})")
+            check_transforms(self.spark, flow)
         except MirrordError as exc:
             self.metrics.error("reload")
             log.error("reload refused, keeping the running configuration: %s", exc)
@@ -539,6 +545,7 @@ class Daemon:
         prefix = self.flow.policy.target_prefix
         self.metrics.set_totals({t.removeprefix(prefix): v for t, v in totals.get("topics", {}).items()},
                                 totals.get("latency", {}))
+        self.metrics.set_filtered(totals.get("filtered", {}))
 
     def _status_line(self) -> str:
         rate = 0.0

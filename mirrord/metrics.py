@@ -64,6 +64,7 @@ class Metrics:
     def __init__(self, flow: str, spark_version: str = ""):
         self.flow = flow
         self._totals: dict[str, tuple[int, int]] = {}  # topic → records, bytes already counted
+        self._filtered: dict[tuple[str, str], int] = {}  # (transform, topic) → records already counted
         self.registry = RedactedRegistry()
         r = self.registry
         ProcessCollector(registry=r)  # process_start_time_seconds: restarts on the dashboard and in alerts
@@ -95,6 +96,8 @@ class Metrics:
                                       "topic's configs because the target refused them", ["flow", "topic"], registry=r)
         self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records) before "
                             "mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
+        self.filtered = Counter("mirrord_records_filtered", "Source records a transform's filter or sample dropped "
+                                "(not written to the target)", ["flow", "topic", "transform"], registry=r)
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)
         self.last_commit = Gauge("mirrord_last_commit_timestamp_seconds",
                                  "Time of the last committed batch (Unix seconds)", ["flow"], registry=r)
@@ -124,6 +127,14 @@ class Metrics:
             self._totals[topic] = (max(records, seen_records), max(size, seen_bytes))
         if latency.get("counts"):
             self.latency.set([int(c) for c in latency["counts"]], float(latency.get("sum", 0.0)))
+
+    def set_filtered(self, filtered: dict[str, dict[str, int]]) -> None:
+        """Cumulative drops from the JVM, transform → source topic → records."""
+        for transform, topics in filtered.items():
+            for topic, count in topics.items():
+                seen = self._filtered.get((transform, topic), 0)
+                self.filtered.labels(self.flow, topic, transform).inc(max(0, int(count) - seen))
+                self._filtered[(transform, topic)] = max(int(count), seen)
 
     def error(self, kind: str) -> None:
         self.errors.labels(self.flow, kind).inc()

@@ -13,17 +13,19 @@ topic not there yet waits in the producer (`max.block.ms`) until it is.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from mirrord import admin, translate
+from mirrord import admin, transforms, translate
 from mirrord.config import ClientConfig, Settings
 from mirrord.errors import ConfigError, MirrordError
 from mirrord.offsets import parse_source_offsets
@@ -122,7 +124,8 @@ class Flow:
         settings (side jobs' intervals, groups, stall timeout) apply without touching the query."""
         def definition(flow: Flow) -> tuple:
             return (*(getattr(flow, f.name) for f in fields(flow) if f.name != "settings"),
-                    flow.settings.batch_interval_ms, flow.settings.max_offsets_per_trigger, flow.settings.whitelist)
+                    flow.settings.batch_interval_ms, flow.settings.max_offsets_per_trigger, flow.settings.whitelist,
+                    flow.settings.transforms)
         return definition(self) != definition(other)
 
     @classmethod
@@ -142,8 +145,8 @@ class Flow:
             "kafka.mirrord.offset.lag.max": str(settings.offset_lag_max),
             "kafka.mirrord.source.topic.prefix": policy.target_prefix,
         })
-        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy), source, sink, source_admin,
-                   target_admin)
+        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy, settings.topics_exclude), source,
+                   sink, source_admin, target_admin)
 
 
 def has_checkpoint(settings: Settings) -> bool:
@@ -217,6 +220,7 @@ def spark_session(settings: Settings):
         _launch_jvm(conf)
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
         spark.udf.registerJavaFunction(*ENVELOPE_UDF, BinaryType())
+        spark._jvm.io.mirrord.DroppedUdf.register(spark._jsparkSession)
     except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
         first = redact(str(exc).splitlines()[0])
         raise MirrordError(f"cannot start Spark ({settings.spark_master}): {first}") from None
@@ -248,10 +252,6 @@ def jvm_totals(spark) -> dict:
     return json.loads(spark._jvm.io.mirrord.MirrordPlugin.totalsJson())
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 class TargetTopics:
     """Creates each source topic's copy in the target (same partition count; with topic config sync, the
     source topic's own configs) before its records can be written, and adds partitions as the source
@@ -273,13 +273,130 @@ class TargetTopics:
             self._ready.update(new)
 
 
+def _stage(records, t: transforms.Transform):
+    """One transform over a DataFrame of the Kafka source's columns: its filter, then its rewrites."""
+    if t.drops:
+        records = records.where(transforms.where(t))
+    if transforms.replaced(t):
+        records = records.selectExpr(*transforms.select(t))
+    return records
+
+
+def _sink_columns(records, policy: Policy):
+    """What the sink takes: topic (named by the policy), key in its envelope with the source timestamp and
+    offset (built after the transforms, around the transformed key), value, headers, partition."""
+    prefix = policy.target_prefix
+    return records.selectExpr(
+        f"concat({transforms.sql_string(prefix)}, topic) AS topic" if prefix else "topic",
+        f"{ENVELOPE_UDF[0]}(key, unix_millis(timestamp), offset, timestampType) AS key",
+        "value", "headers", "partition")
+
+
+def mirrored(records, flow: Flow):
+    """The source's records, through the transforms in the order of the file, as the sink takes them."""
+    for t in flow.settings.transforms:
+        records = _stage(records, t)
+    return _sink_columns(records, flow.policy)
+
+
+def _kafka_source_schema():
+    from pyspark.sql import types as T
+
+    header = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
+    return T.StructType([
+        T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType()),
+        T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()), T.StructField("timestamp", T.TimestampType()),
+        T.StructField("timestampType", T.IntegerType()), T.StructField("headers", T.ArrayType(header))])
+
+
+def check_transforms(spark, flow: Flow) -> None:
+    """Let Spark analyse every transform against the Kafka source's schema, as the query will see it, so
+    that an expression that does not parse, names an unknown column or has the wrong type is a config
+    error now (exit 78), not a failed query later. Each expression is judged on its own first, so the
+    error names its section and key."""
+    from pyspark.errors.exceptions.captured import CapturedException
+    from pyspark.logger import PySparkLogger
+    from pyspark.sql import types as T
+
+    settings = flow.settings
+    if not settings.transforms:
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):  # a traceback per error; ours is one line
+        PySparkLogger.getLogger(name).disabled = True
+    expected = {"filter": ((T.BooleanType, T.NullType), "a boolean"),
+                "key": ((T.BinaryType, T.StringType, T.NullType), "binary or a string"),
+                "value": ((T.BinaryType, T.StringType, T.NullType), "binary or a string")}
+
+    def analysed(build, t: transforms.Transform, key: str):
+        """The schema of the DataFrame `build()` makes, or a ConfigError naming the section and key with Spark's
+        reason (classic Spark analyses as it builds, so both are inside)."""
+        try:
+            return build().schema
+        except CapturedException as exc:
+            reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise ConfigError(settings.config_file, f"{t.section} {key}", reason) from None
+
+    def java_regex(t: transforms.Transform, key: str, regex: str) -> None:
+        try:
+            spark._jvm.java.util.regex.Pattern.compile(regex)
+        except Exception as exc:  # noqa: BLE001 - py4j wraps Java's PatternSyntaxException
+            reason = str(getattr(exc, "java_exception", exc)).splitlines()[0]
+            raise ConfigError(settings.config_file, f"{t.section} {key}", f"not a Java regex: {reason}") from None
+
+    records = spark.createDataFrame([], _kafka_source_schema())
+    for t in settings.transforms:
+        java_regex(t, "topics", t.topics)
+        if t.drop_headers:
+            java_regex(t, "drop.headers", t.drop_headers)
+        for key, (types, what) in expected.items():
+            expression = getattr(t, key)
+            if not expression:
+                continue
+            schema = analysed(lambda r=records, e=expression: r.selectExpr(f"({e}) AS mirrord_checked",
+                                                                           *transforms.COLUMNS), t, key)
+            got = schema["mirrord_checked"].dataType
+            if not isinstance(got, types):
+                raise ConfigError(settings.config_file, f"{t.section} {key}",
+                                  f"must give {what}, got {got.simpleString()}: {expression}")
+        if t.filter:  # in a WHERE, where aggregates and generators are not allowed
+            analysed(lambda r=records, t=t: r.where(transforms.kept_condition(t)), t, "filter")
+        analysed(lambda r=records, t=t: _stage(r, t), t, "topics")
+        records = _stage(records, t)
+    analysed(lambda: _sink_columns(records, flow.policy), settings.transforms[-1], "topics")
+
+
+def check_transforms_alone(flow: Flow) -> None:
+    """`mirrord --check`: the transforms analysed by a local Spark session of its own (whatever spark.master
+    says), started in a scratch directory, since Spark 4.0 writes into its working directory (SPARK-52396)."""
+    if not flow.settings.transforms:
+        return
+    cwd, stderr = os.getcwd(), os.dup(2)
+    with tempfile.TemporaryDirectory(prefix="mirrord-check-") as scratch:
+        os.chdir(scratch)
+        try:
+            with open(os.devnull, "wb") as devnull:  # the JVM's own start-up warnings: --check says one line
+                os.dup2(devnull.fileno(), 2)
+                try:
+                    spark = spark_session(dataclasses.replace(flow.settings, spark_master="local[1]"))
+                finally:
+                    os.dup2(stderr, 2)
+                    os.close(stderr)
+            try:
+                check_transforms(spark, flow)
+            finally:
+                spark.stop()
+        finally:
+            os.chdir(cwd)
+
+
 class Pipeline:
     def __init__(self, spark, flow: Flow):
         self.spark = spark
         self.flow = flow
 
     def records(self, starting: str):
-        """The source as the sink takes it: topic, key (in its envelope), value, headers, partition."""
+        """The source, transformed, as the sink takes it."""
         s = self.flow.settings
         reader = (self.spark.readStream.format("kafka")
                   .options(**self.flow.source_options.spark_options)
@@ -289,11 +406,7 @@ class Pipeline:
                   .option("startingOffsets", starting))
         if s.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
-        prefix = self.flow.policy.target_prefix
-        return reader.load().selectExpr(
-            f"concat({_sql_string(prefix)}, topic) AS topic" if prefix else "topic",
-            f"{ENVELOPE_UDF[0]}(key, unix_millis(timestamp), offset, timestampType) AS key",
-            "value", "headers", "partition")
+        return mirrored(reader.load(), self.flow)
 
     def start(self, starting: str):
         s = self.flow.settings

@@ -69,16 +69,19 @@ def make_policy(name: str, source_alias: str, target_alias: str, separator: str)
     return IdentityPolicy()
 
 
-def subscribe_pattern(whitelist: str, policy: Policy) -> str:
+def subscribe_pattern(whitelist: str, policy: Policy, exclude: str = "") -> str:
     """One regex, valid in Java and Python, for Spark's `subscribePattern` and for our own listing.
 
-    Internal topics and cycles are excluded by lookaheads, so the Kafka source never reads them. Anchored:
+    Internal topics, cycles and `topics.exclude` (a whole-name regex, applied after the whitelist as
+    in MirrorMaker 2) are excluded by lookaheads, so the Kafka source never reads them. Anchored:
     Spark's source keeps the topics the pattern is *found* in (Scala's findFirstIn), so without `^...$`
     `prd-a` would also take `xprd-a`, and a cycle's `right.orders` matches from its second word. Heartbeats
     are always mirrored, whatever the whitelist, as MirrorMaker 2 does: they are how a chain of flows and
     the flow itself are seen to be alive.
     """
-    return f"^(?!__)(?!.*\\.internal$){policy.exclusion_regex()}(?:{whitelist}|{policy.heartbeats_regex()})$"
+    excluded = f"(?!(?:{exclude})$)" if exclude else ""
+    return (f"^(?!__)(?!.*\\.internal$){policy.exclusion_regex()}{excluded}"
+            f"(?:{whitelist}|{policy.heartbeats_regex()})$")
 
 
 def selects(pattern: str, topic: str) -> bool:

@@ -152,3 +152,22 @@ def test_a_mirrord_that_never_ran_fails_every_bar():
     assert [ln.rsplit("|", 2)[1].strip() for ln in lines if ln.startswith("| ") and "---" not in ln][1:] == \
         ["**FAIL**"] * 8
     assert "- rep 1, mirrord (default sink), steady: `RuntimeError: exited … mirrord: no jars`" in text
+
+
+def test_the_transforms_cost_is_its_read_rate_against_plain_mirrords_in_the_same_repetition():
+    plain = [200_000, 100_000, 150_000]
+    transformed = [170_000, 90_000, 100_000]  # ratios 0.85, 0.90, 0.67: median 0.85
+    reps = []
+    for p, t, runs in zip(plain, transformed, REPS, strict=True):
+        mine = backfill(t, 44) | {"read_per_s": t, "copied": 962_000}
+        reps.append({**runs, "mirrord": {**runs["mirrord"], "backfill-100": runs["mirrord"]["backfill-100"]
+                                         | {"read_per_s": p}}, report.TRANSFORM: {"backfill-100": mine}})
+    res = results(reps)
+    res["contenders"][report.TRANSFORM] = "mirrord (filter + mask transform)"
+    text = report.render(res)
+    assert "### Bars for mirrord (filter + mask transform)" not in text, "its bars are the transform's, not MM2's"
+    text = text.split("### What a transform costs")[1]
+    assert bar(text, "**100 B** | **median**")[4] == "0.85 (0.67–0.90)"
+    assert bar(text, "100 B | 3")[2:] == ["150,000", "100,000", "0.67", "40", "44", "1.10", "962,000 of 1,000,000"]
+    assert ("- Backfill 100 B: records read/s with the transform ÷ without, median 0.85 over 3 repetitions "
+            "(bar ≥ 0.80): pass; CPU s with ÷ without, median 1.10") in text

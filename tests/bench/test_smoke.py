@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from bench import report, run
 
-PLAN = "kcat,mm1:backfill-100,mm2:backfill-100,mm2-streams:steady,mirrord:steady,spark-builtin:backfill-100"
+PLAN = ("kcat,mm1:backfill-100,mm2:backfill-100,mm2-streams:steady,mirrord:steady,spark-builtin:backfill-100,"
+        "mirrord-transform:backfill-100")
 
 
 def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_path):
@@ -32,11 +33,14 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert not results["skipped"], "a contender could not run: its jars or package are missing"
     assert {c: sorted(ws) for c, ws in runs.items()} == {
         "kcat": ["backfill-100", "steady"], "mm1": ["backfill-100"], "mm2": ["backfill-100"],
-        "mm2-streams": ["steady"], "mirrord": ["steady"], "spark-builtin": ["backfill-100"]}
+        "mm2-streams": ["steady"], "mirrord": ["steady"], "spark-builtin": ["backfill-100"],
+        "mirrord-transform": ["backfill-100"]}
     for workload, res in [(w, r) for ws in runs.values() for w, r in ws.items()]:
         assert res["cpu_seconds"] > 0 and res["peak_rss_bytes"] > 0
         if workload == "steady":
             assert res["received"] == res["expected"] > 0
+        elif res is runs["mirrord-transform"]["backfill-100"]:  # its filter drops about 1 in 26 records
+            assert res["status"] == "ok" and 0 < res["copied"] < res["records"] and res["read_per_s"] > 0
         else:
             assert res["status"] == "ok" and res["copied"] >= res["records"]
     assert set(results["reps"][0]["limit"]) == {"backfill-100"}
@@ -50,3 +54,4 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert "| MirrorMaker 2 (dedicated, 4.2.0, tasks.max = 2 = streams) |" in text
     assert "| 1 | `mm2-streams` |" in text  # mirrord's stream paired with the only MirrorMaker 2 that ran it
     assert "### Bars for mirrord (default sink)" in text and "| Peak RSS" in text
+    assert "### What a transform costs: mirrord (filter + mask transform)" in text

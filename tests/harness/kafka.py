@@ -209,15 +209,20 @@ class KafkaBroker:
 
 
 SCRAM_USER = "mirror"
+# ACLs as production clusters have them (topic ACL sync is tested against them); a resource without
+# any ACL stays open to every principal, and the PLAINTEXT listeners' ANONYMOUS is a super user.
+AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS"}
 
 
 def start_pair(workdir: Path) -> tuple[KafkaBroker, KafkaBroker]:
     """A source and a target cluster, started side by side, each with a SASL_PLAINTEXT (SCRAM-SHA-512,
-    user SCRAM_USER with a password made for this session) and an SSL listener beside PLAINTEXT."""
+    user SCRAM_USER with a password made for this session) and an SSL listener beside PLAINTEXT, and
+    StandardAuthorizer."""
     tls = make_tls(workdir / "tls")
     users = {SCRAM_USER: f"pw-{uuid.uuid4().hex}"}
-    source = KafkaBroker("source", workdir / "source", scram_users=users, tls=tls)
-    target = KafkaBroker("target", workdir / "target", scram_users=users, tls=tls)
+    source = KafkaBroker("source", workdir / "source", scram_users=users, tls=tls, extra=AUTHORIZER)
+    target = KafkaBroker("target", workdir / "target", scram_users=users, tls=tls, extra=AUTHORIZER)
     source.launch()
     target.launch()
     source.wait_ready()

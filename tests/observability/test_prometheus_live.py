@@ -86,13 +86,16 @@ def dashboard_queries() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def scraped(kafka_pair, tmp_path_factory):
-    """mirrord copying a live topic, and a Prometheus scraping it every second with the shipped rules loaded."""
+    """mirrord copying a live topic (through a transform), and a Prometheus scraping it every second with the
+    shipped rules loaded."""
     source, target = kafka_pair
     workdir = tmp_path_factory.mktemp("prometheus")
     topic = f"obs-{uuid.uuid4().hex[:6]}"
     create_topic(source.bootstrap, topic, 2)
     config = write_flow(workdir / "flow", source.bootstrap, target.bootstrap, f"{topic}.*", group=f"{topic}-group",
                         conf={"flow": "obs", "emit.checkpoints.interval.seconds": "2"})
+    with open(config, "a") as f:  # a transform that drops a record in ten, for the records-filtered panel
+        f.write(f"\n[transform:obs]\ntopics = {topic}.*\nfilter = offset % 10 <> 0\n")
     mirrord = Mirrord(config).start()
     prometheus = None
     try:

@@ -12,9 +12,16 @@ EX_CONFIG = 78
 ROOT = Path(__file__).resolve().parents[2]  # this tree's mirrord, not whichever the virtualenv installed
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    """mirrord from this source tree (not whichever the virtualenv installed), with a bare environment."""
     return subprocess.run([sys.executable, "-m", "mirrord", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+                          timeout=timeout, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+
+
+SPARK_START = 180  # --check starts a local Spark to analyse transforms: seconds on a quiet machine, more on a busy one
 
 
 @pytest.fixture
@@ -129,3 +136,29 @@ def test_prefix_policy_with_default_aliases_is_refused_at_start_and_by_check(fil
     result = run(*mm1_flags(), "--replication.policy", "prefix", "--source.alias", "left", "--target.alias", "left",
                  *check, cwd=files)
     assert_config_error(result, "--target.alias: must differ from source.alias ('left')")
+def transform_conf(files: Path, **keys: str) -> str:
+    body = "".join(f"{k} = {v}\n" for k, v in {"topics": "prd-.*", **keys}.items())
+    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = prd-.*\n\n[transform:dev]\n" + body)
+    return "mirrord.conf"
+
+
+def test_check_accepts_transforms_spark_can_run(files):
+    conf = transform_conf(files, filter="get_json_object(CAST(value AS STRING), '$.kind') <> 'audit'",
+                          sample="0.1", value="regexp_replace(CAST(value AS STRING), 'a', 'b')",
+                          **{"drop.headers": "(?i)authorization"})
+    done = run("--config", conf, "--check", cwd=files, timeout=SPARK_START)
+    assert (done.returncode, done.stdout.strip(), done.stderr.strip()) == (0, "mirrord: configuration OK", "")
+    assert sorted(p.name for p in files.iterdir()) == ["consumer.properties", "mirrord.conf", "producer.properties"]
+
+
+@pytest.mark.parametrize(("key", "expression", "reason"), [
+    ("filter", "vlaue IS NOT NULL", "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter "
+                                    "with name `vlaue` cannot be resolved"),
+    ("value", "regexp_replace(CAST(value AS STRING), 'a'", "[PARSE_SYNTAX_ERROR] Syntax error"),
+    ("filter", "length(value)", "must give a boolean, got int: length(value)"),
+    ("key", "length(key) > 3", "must give binary or a string, got boolean"),
+])
+def test_check_rejects_a_transform_spark_cannot_run_in_one_line(files, key, expression, reason):
+    assert_config_error(run("--config", transform_conf(files, **{key: expression}), "--check", cwd=files,
+                            timeout=SPARK_START),
+                        f"mirrord.conf: [transform:dev] {key}: {reason}")

@@ -123,3 +123,57 @@ def test_prefix_policy_needs_both_aliases_set_and_different(conf_dir):
 def test_identity_policy_keeps_the_default_aliases(conf_dir):
     s = load(conf_dir / "mirrord.conf", environ={})
     assert (s.source_alias, s.target_alias) == ("source", "target")
+def write_conf(conf_dir: Path, body: str) -> Path:
+    path = conf_dir / "mirrord.conf"
+    path.write_text("[mirrord]\nwhitelist = prd-.*\n" + body)
+    return path
+
+
+def test_transform_sections_in_file_order_with_their_expressions_as_written(conf_dir):
+    settings = load(write_conf(conf_dir, """
+[DEFAULT]
+domain = example.com
+
+[transform:sample]
+topics = prd-.*
+sample = 0.1
+drop.headers = authorization, x-secret
+
+[transform:mask-email]
+topics = prd-users
+filter = get_json_object(CAST(value AS STRING), '$.kind') <> 'audit'
+value = regexp_replace(CAST(value AS STRING), '@${domain}', '@***')
+"""), environ={})
+    sample, mask = settings.transforms
+    assert (sample.name, sample.topics, sample.sample, sample.drop_headers, sample.drops) == (
+        "sample", "prd-.*", 0.1, "authorization|x-secret", True)
+    assert (mask.section, mask.filter, mask.value, mask.sample) == (
+        "[transform:mask-email]", "get_json_object(CAST(value AS STRING), '$.kind') <> 'audit'",
+        "regexp_replace(CAST(value AS STRING), '@${domain}', '@***')", 1.0)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("[transform:t]\nfilter = true\n", "[transform:t] topics: required"),
+    ("[transform:t]\ntopics = a\n", "[transform:t]: does nothing"),
+    ("[transform:t]\ntopics = a\nsample = 0\n", "[transform:t] sample: must be a fraction in (0, 1], got '0'"),
+    ("[transform:t]\ntopics = a\nsample = 1.5\n", "[transform:t] sample: must be a fraction in (0, 1]"),
+    ("[transform:t]\ntopics = a\nsample = ten\n", "[transform:t] sample: must be a fraction in (0, 1]"),
+    ("[transform:t]\ntopics = a\nfliter = true\n", "[transform:t] fliter: unknown setting"),
+    ("[transform:t]\ntopics = (a\nfilter = true\n", "[transform:t] topics: invalid regular expression"),
+    ("[transform:t]\ntopics = a\ndrop.headers = [x\n", "[transform:t] drop.headers: invalid regular expression"),
+    ("[transform:a b]\ntopics = a\nfilter = true\n", "[transform:a b]: must be letters, digits"),
+    ("[transforms]\ntopics = a\n", "[transforms]: unknown section"),
+])
+def test_bad_transform_sections_name_file_section_and_key(conf_dir, body, message):
+    with pytest.raises(ConfigError) as err:
+        load(write_conf(conf_dir, body), environ={})
+    assert message in str(err.value)
+    assert str(conf_dir / "mirrord.conf") in str(err.value)
+
+
+def test_topics_exclude_from_file_environment_and_flag(conf_dir):
+    path = write_conf(conf_dir, "topics.exclude = prd-internal-.*\n")
+    assert load(path, environ={}).topics_exclude == "prd-internal-.*"
+    assert load(path, environ={"MIRRORD_TOPICS_EXCLUDE": "prd-tmp-.*"}).topics_exclude == "prd-tmp-.*"
+    assert load(path, {"topics.exclude": "a,b"}, environ={}).topics_exclude == "a|b"
+    assert load(write_conf(conf_dir, ""), environ={}).topics_exclude == ""

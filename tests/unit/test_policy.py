@@ -57,6 +57,11 @@ def test_the_pattern_holds_where_spark_only_searches_for_it():
     identity = subscribe_pattern("prd-(a|b)", IdentityPolicy())
     for topic in ("xprd-a", "prd-ab", "my.heartbeats"):
         assert not re.search(identity, topic), topic
+def test_topics_exclude_applies_after_the_whitelist_to_the_whole_name():
+    pattern = subscribe_pattern("prd-.*", IdentityPolicy(), "prd-internal-.*|prd-tmp")
+    assert selects(pattern, "prd-orders") and selects(pattern, "prd-tmp2") and selects(pattern, "prd-internals")
+    for topic in ("prd-internal-audit", "prd-tmp", "dev-orders"):
+        assert not selects(pattern, topic), topic
 
 
 def test_cycle_rule_and_regex_agree():

@@ -11,7 +11,8 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What the interceptors count: records and bytes per target topic, a replication-latency histogram,
- * offset syncs written and failed. Executors count into {@link #EXECUTOR}; {@link MirrordPlugin} moves
+ * offset syncs written and failed; and what the transforms drop, per transform and source topic
+ * ({@link DroppedUdf}). Executors count into {@link #EXECUTOR}; {@link MirrordPlugin} moves
  * those counts to the driver with {@link #drain()} and {@link #add(Delta)}.
  */
 public final class Stats {
@@ -34,6 +35,7 @@ public final class Stats {
     private final LongAdder latencySumMs = new LongAdder();
     private final LongAdder syncs = new LongAdder();
     private final LongAdder syncErrors = new LongAdder();
+    private final Map<String, Map<String, LongAdder>> filtered = new ConcurrentHashMap<>();  // transform → topic
 
     public Stats() {
         for (int i = 0; i < BUCKETS; i++) {
@@ -63,6 +65,20 @@ public final class Stats {
         syncErrors.increment();
     }
 
+    /** A record of source {@code topic} dropped by {@code transform}'s filter or sample. */
+    public void addFiltered(String transform, String topic) {
+        filteredCounter(transform, topic).increment();
+    }
+
+    private LongAdder filteredCounter(String transform, String topic) {
+        Map<String, LongAdder> topics = filtered.get(transform);
+        if (topics == null) {
+            topics = filtered.computeIfAbsent(transform, t -> new ConcurrentHashMap<>());
+        }
+        LongAdder count = topics.get(topic);
+        return count != null ? count : topics.computeIfAbsent(topic, t -> new LongAdder());
+    }
+
     /** Moves every count into the returned delta; counts added meanwhile stay here, none is lost. */
     public Delta drain() {
         Delta delta = new Delta();
@@ -79,6 +95,12 @@ public final class Stats {
         delta.latencySumMs = take(latencySumMs);
         delta.syncs = take(syncs);
         delta.syncErrors = take(syncErrors);
+        filtered.forEach((transform, topics) -> topics.forEach((topic, count) -> {
+            long n = take(count);
+            if (n != 0) {
+                delta.filtered.computeIfAbsent(transform, t -> new HashMap<>()).put(topic, n);
+            }
+        }));
         return delta;
     }
 
@@ -94,11 +116,14 @@ public final class Stats {
         latencySumMs.add(delta.latencySumMs);
         syncs.add(delta.syncs);
         syncErrors.add(delta.syncErrors);
+        delta.filtered.forEach((transform, topics) -> topics.forEach(
+                (topic, n) -> filteredCounter(transform, topic).add(n)));
     }
 
     /**
-     * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"latency":{"bounds":[0.005,...,3600],
-     * "counts":[16 counts, not cumulative, the last one above 3600 s],"sum":1.234},"syncs":5,"sync_errors":0}}.
+     * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"filtered":{"transform":{"source topic":7}},
+     * "latency":{"bounds":[0.005,...,3600],"counts":[16 counts, not cumulative, the last one above 3600 s],
+     * "sum":1.234},"syncs":5,"sync_errors":0}}.
      */
     public String toJson() {
         StringBuilder json = new StringBuilder(256).append("{\"topics\":{");
@@ -108,6 +133,21 @@ public final class Stats {
             appendString(json, e.getKey());
             json.append(":{\"records\":").append(e.getValue().records.sum())
                     .append(",\"bytes\":").append(e.getValue().bytes.sum()).append('}');
+            separator = ",";
+        }
+        json.append("},\"filtered\":{");
+        separator = "";
+        for (Map.Entry<String, Map<String, LongAdder>> t : new TreeMap<>(filtered).entrySet()) {
+            json.append(separator);
+            appendString(json, t.getKey());
+            String inner = ":{";
+            for (Map.Entry<String, LongAdder> e : new TreeMap<>(t.getValue()).entrySet()) {
+                json.append(inner);
+                appendString(json, e.getKey());
+                json.append(':').append(e.getValue().sum());
+                inner = ",";
+            }
+            json.append(inner.equals(":{") ? ":{}" : "}");
             separator = ",";
         }
         json.append("},\"latency\":{\"bounds\":[");
@@ -131,9 +171,10 @@ public final class Stats {
         long latencySumMs;
         long syncs;
         long syncErrors;
+        final HashMap<String, HashMap<String, Long>> filtered = new HashMap<>();  // transform → topic → records
 
         public boolean isEmpty() {
-            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0) {
+            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || !filtered.isEmpty()) {
                 return false;
             }
             for (long count : latencyCounts) {

@@ -25,7 +25,7 @@ class StatsTest {
 
     @Test
     void emptyStatsJson() {
-        assertEquals("{\"topics\":{},\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY
+        assertEquals("{\"topics\":{},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY
                 + ",\"sum\":0.000},\"syncs\":0,\"sync_errors\":0}", new Stats().toJson());
     }
 
@@ -40,9 +40,34 @@ class StatsTest {
         stats.addSync();
         stats.addSyncError();
         stats.addSyncError();
-        assertEquals("{\"topics\":{\"a\":{\"records\":1,\"bytes\":2},\"b\":{\"records\":2,\"bytes\":40}},"
+        assertEquals("{\"topics\":{\"a\":{\"records\":1,\"bytes\":2},\"b\":{\"records\":2,\"bytes\":40}},\"filtered\":{},"
                 + "\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY + ",\"sum\":0.000},"
                 + "\"syncs\":1,\"sync_errors\":2}", stats.toJson());
+    }
+
+    @Test
+    void droppedRecordsAreCountedPerTransformAndTopicAndTravelInDeltas() throws Exception {
+        Stats executor = new Stats();
+        executor.addFiltered("sample", "b");
+        executor.addFiltered("sample", "a");
+        executor.addFiltered("sample", "a");
+        executor.addFiltered("no-\"tests\"", "a");
+        Stats totals = new Stats();
+        Stats.Delta delta = executor.drain();
+        assertFalse(delta.isEmpty());
+        totals.add(roundTrip(delta));
+        assertTrue(executor.drain().isEmpty(), "drained counts are gone from the executor");
+        executor.addFiltered("sample", "a");
+        totals.add(executor.drain());
+        assertTrue(totals.toJson().contains(",\"filtered\":{\"no-\\\"tests\\\"\":{\"a\":1},\"sample\":{\"a\":3,\"b\":1}},"),
+                totals.toJson());
+    }
+
+    @Test
+    void theDroppedUdfIsFalseAndCountsIntoTheExecutorsStats() {
+        Stats.EXECUTOR.drain();
+        assertFalse(new DroppedUdf().call("mask", "orders"));
+        assertTrue(Stats.EXECUTOR.toJson().contains("\"filtered\":{\"mask\":{\"orders\":1}},"), Stats.EXECUTOR.toJson());
     }
 
     @Test
@@ -81,7 +106,7 @@ class StatsTest {
         Stats totals = new Stats();
         totals.add(delta);
         totals.add(delta);
-        assertEquals("{\"topics\":{\"t\":{\"records\":2,\"bytes\":20}},\"latency\":{\"bounds\":" + BOUNDS
+        assertEquals("{\"topics\":{\"t\":{\"records\":2,\"bytes\":20}},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS
                 + ",\"counts\":[0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.060},\"syncs\":2,\"sync_errors\":0}",
                 totals.toJson());
     }
@@ -108,17 +133,20 @@ class StatsTest {
         Stats stats = new Stats();
         stats.addRecord("t");
         stats.observeLatencyMs(7);
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-            out.writeObject(stats.drain());
-        }
-        Stats.Delta copy;
-        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
-            copy = (Stats.Delta) in.readObject();
-        }
         Stats totals = new Stats();
-        totals.add(copy);
+        totals.add(roundTrip(stats.drain()));
         assertTrue(totals.toJson().contains("\"t\":{\"records\":1,\"bytes\":0}"), totals.toJson());
         assertTrue(totals.toJson().contains("\"counts\":[0,1,"), totals.toJson());
+    }
+
+    /** The delta as the driver gets it: through Java serialization. */
+    private static Stats.Delta roundTrip(Stats.Delta delta) throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+            out.writeObject(delta);
+        }
+        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+            return (Stats.Delta) in.readObject();
+        }
     }
 }
