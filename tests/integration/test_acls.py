@@ -29,9 +29,9 @@ def acl(name: str, pattern: ResourcePatternType, principal: str, operation: AclO
 
 def topic_acls(bootstrap: str, names: set[str]) -> set[tuple]:
     """The cluster's topic ACLs on these names, as kafka-acls --list shows them."""
-    found = AdminClient({"bootstrap.servers": bootstrap}).describe_acls(AclBindingFilter(
-        ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-        AclPermissionType.ANY)).result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the answer came: its handle serves it
+    found = admin.describe_acls(AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,
+                                                 AclOperation.ANY, AclPermissionType.ANY)).result(30)
     return {(b.name, b.resource_pattern_type.name, b.principal, b.operation.name, b.permission_type.name)
             for b in found if b.name in names}
 
@@ -47,8 +47,9 @@ def test_topic_acls_are_copied_as_mirrormaker_2_does_allow_write_dropped_and_all
         acl(topic, LITERAL, "User:mallory", AclOperation.READ, DENY),
         acl(prefix, PREFIXED, "User:bob", AclOperation.ALL),  # consumers keep their access: READ
         acl(outside, LITERAL, "User:alice", AclOperation.READ),  # not mirrored: not copied
-        acl(topic, LITERAL, f"User:{SCRAM_USER}", AclOperation.ALL),  # mirrord's own user reads them
-        acl(prefix, PREFIXED, f"User:{SCRAM_USER}", AclOperation.READ),
+        # mirrord's own user reads the topics and their configs (sync.topic.configs)
+        acl(topic, LITERAL, f"User:{SCRAM_USER}", AclOperation.ALL),
+        acl(prefix, PREFIXED, f"User:{SCRAM_USER}", AclOperation.ALL),
     ]
     admin = AdminClient({"bootstrap.servers": source.bootstrap})
     for future in admin.create_acls(bindings).values():
@@ -57,7 +58,8 @@ def test_topic_acls_are_copied_as_mirrormaker_2_does_allow_write_dropped_and_all
     sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
             "sasl.jaas.config": f'{SCRAM} required username="{SCRAM_USER}" password="{password}";'}
     # the target is written by a super user: copied ACLs make its topics READ-only for everyone else
-    config = write_flow(tmp_path, source.sasl_bootstrap, target.bootstrap, f"{topic}|{prefix}-.*",
+    # as MirrorMaker 2, a prefixed ACL is copied when its prefix itself matches the whitelist
+    config = write_flow(tmp_path, source.sasl_bootstrap, target.bootstrap, f"{topic}|{prefix}.*",
                         group=unique("acl-group"), consumer=sasl,
                         conf={"sync.topic.acls.enabled": "true", "sync.topic.acls.interval.seconds": "1"})
     expected = {

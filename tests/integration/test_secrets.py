@@ -4,9 +4,7 @@ what mirrord and Spark printed (journald's lines), its metrics, its STATUS lines
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -14,38 +12,10 @@ import pytest
 
 from tests.harness.kafka import SCRAM_USER
 from tests.harness.mirrord import ROOT, Mirrord, mirrord_command, write_flow
+from tests.harness.notify import NotifySocket
 from tests.harness.records import committed_offsets, create_topic, end_offsets, produce, read_all, wait_until
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
-
-class NotifySocket:
-    """What systemd's NOTIFY_SOCKET would receive: every datagram, kept in order."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(str(path))
-        self.sock.settimeout(0.2)
-        self.messages: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.messages.append(self.sock.recv(65536).decode(errors="replace"))
-            except TimeoutError:
-                continue
-
-    def status_lines(self) -> list[str]:
-        return [line for m in list(self.messages) for line in m.splitlines() if line.startswith("STATUS=")]
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
 
 
 def secured_flow(directory: Path, source, target, topic: str, group: str, password: str, *,
@@ -79,7 +49,7 @@ def test_a_flow_over_sasl_and_ssl_copies_every_byte_and_never_shows_the_password
     assert (check.returncode, check.stdout.strip()) == (0, "mirrord: configuration OK"), check.stderr
 
     notify = NotifySocket(tmp_path / "notify.sock")
-    daemon = Mirrord(config, env={"NOTIFY_SOCKET": str(notify.path)}).start()
+    daemon = Mirrord(config, env=notify.env()).start()
     metrics = ""
     try:
         daemon.wait_ready()
@@ -88,14 +58,14 @@ def test_a_flow_over_sasl_and_ssl_copies_every_byte_and_never_shows_the_password
         src, dst = read_all(source.bootstrap, topic), read_all(target.bootstrap, topic)
         for p in src:
             assert [r.fields() for r in dst[p]] == [r.fields() for r in src[p]], f"partition {p} differs"
-        wait_until(lambda: len(notify.status_lines()) >= 2, 30, "a STATUS line after READY's")
+        wait_until(lambda: len(notify.lines("STATUS=")) >= 2, 30, "a STATUS line after READY's")
         metrics = daemon.metrics()
         assert daemon.stop() == 0
     finally:
         daemon.stop()
         notify.close()
 
-    output, status = daemon.output(), "\n".join(notify.status_lines())
+    output, status = daemon.output(), "\n".join(notify.lines("STATUS="))
     assert "mirroring 127.0.0.1" in output and "records mirrored" in status and "mirrord_records_total" in metrics
     for name, text in {"output": output, "STATUS": status, "/metrics": metrics,
                        "--check": check.stdout + check.stderr}.items():
