@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
-from mirrord.admin import TP, Cluster, TopicReader, ensure_internal_topic
+from mirrord.admin import TP, Cluster, OffsetSyncsReader, TopicReader, ensure_internal_topic, ensure_offset_syncs_topic
 from mirrord.errors import MirrordError
 from mirrord.offsets import OffsetSyncStore
 from mirrord.policy import Policy, selects
@@ -212,3 +212,44 @@ def sync_group_offsets(source: Cluster, target: Cluster, topics: Mapping[str, in
             source.forget_groups(keep=own)
             target.forget_groups()
     return moved
+
+
+class GroupTranslation:
+    """The flow's offset syncs, read back from the target before each round (so a standby or a host
+    whose state was lost translates as well as the host that wrote them), and the two periodic jobs
+    they feed: checkpoints and the target groups' offsets."""
+
+    def __init__(self, source: Cluster, target: Cluster, syncs_topic: str, checkpoints_topic: str):
+        self.source, self.target = source, target
+        self.syncs = OffsetSyncStore()
+        self._syncs_topic = syncs_topic
+        self._lock = threading.Lock()
+        self._reader: OffsetSyncsReader | None = None
+        self._writer = CheckpointWriter(checkpoints_topic)
+
+    def prepare(self) -> None:
+        """The offset-syncs topic on the target, before the query's interceptors write to it."""
+        ensure_offset_syncs_topic(self.target, self._syncs_topic)
+        if self._reader is None:
+            self._reader = OffsetSyncsReader(self.target, self._syncs_topic)
+
+    @property
+    def ready(self) -> bool:
+        return self._reader is not None
+
+    def _read(self) -> None:
+        with self._lock:
+            self._reader.read_to_end(self.syncs.add)
+
+    def emit_checkpoints(self, topics: Mapping[str, int], policy: Policy, groups: str, exclude: str,
+                         own: str) -> int:
+        self._read()
+        return emit_checkpoints(self.source, self.target, self._writer, topics, self.syncs, self._lock, policy,
+                                groups, exclude, own)
+
+    def sync_group_offsets(self, topics: Mapping[str, int], policy: Policy, groups: str, exclude: str,
+                           own: str) -> int:
+        """Translated offsets committed into idle target groups; failures raise, moved groups are not errors."""
+        self._read()
+        sync_group_offsets(self.source, self.target, topics, self.syncs, self._lock, policy, groups, exclude, own)
+        return 0

@@ -1,9 +1,12 @@
-"""The long-running process: lifecycle, signals, health, systemd notifications, progress.
+"""The long-running process, a supervisor: signals, systemd notifications, health, reloads, leadership.
 
-The main thread only supervises: it polls the streaming query once a second, pings the systemd
-watchdog while the query is alive and not stalled, and acts on signals (SIGTERM/SIGINT stop,
-SIGHUP reloads). Batches run in Spark; their results arrive through `_on_batch` (a Spark callback
-thread), which updates metrics, offset syncs and the source group's committed offsets.
+The main thread turns every half second: it starts the streaming query once both clusters answer
+(health.ClusterWatch) and this host holds the flow (leader.Leadership), notices a failed query and
+restarts it when the failure came with an outage, pings the systemd watchdog while mirrord itself is
+healthy, and acts on signals (SIGTERM/SIGINT stop between batches, SIGHUP reloads). Records never
+pass here: batches run in Spark, and their progress moves the positions (positions.Positions) from
+Spark's listener thread. Periodic side jobs (topics, configs, groups, checkpoints, heartbeats, ACLs)
+run in the scheduler, each in a module of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 
 from mirrord import acls, admin, checkpoints, heartbeats, topic_configs
 from mirrord.config import Settings, fixed_changes
@@ -24,7 +26,7 @@ from mirrord.health import ClusterWatch
 from mirrord.leader import Leadership, leader_topic
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
-from mirrord.offsets import OffsetSyncStore, deleted_before_read, parse_source_offsets
+from mirrord.offsets import deleted_before_read, parse_source_offsets
 from mirrord.pipeline import (
     Flow,
     Pipeline,
@@ -35,10 +37,14 @@ from mirrord.pipeline import (
     failure,
     has_checkpoint,
     jvm_totals,
+    one_line,
     spark_session,
+    spark_version,
     starting_offsets,
     stop_between_batches,
+    wait_jvm_exit,
 )
+from mirrord.positions import Positions
 from mirrord.scheduler import Job, Scheduler
 
 log = logging.getLogger("mirrord")
@@ -58,22 +64,11 @@ class Daemon:
         self.notifier = notifier
         self.settings = load_settings()
         self.flow = Flow.from_settings(self.settings)
-        self.metrics = Metrics(self.settings.flow, _spark_version())
-        self.syncs = OffsetSyncStore()  # read back from the offset-syncs topic before each translation
-        self._syncs_lock = threading.Lock()
-        self._syncs_reader: admin.OffsetSyncsReader | None = None
+        self.metrics = Metrics(self.settings.flow, spark_version())
         self._heartbeats = heartbeats.Heartbeats(self.metrics)
         self._seen_configs = topic_configs.SeenConfigs(self.settings.state_dir / "topic-configs.json")
-        self._checkpoints = checkpoints.CheckpointWriter(checkpoints.checkpoints_topic(self.settings.source_alias))
-        self.positions: dict[tuple[str, int], int] = {}  # next source offset to mirror, per partition
-        self._lock = threading.Lock()
-        self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
-        self._log_starts: list[tuple[float, dict[tuple[str, int], int]]] = []  # (time, the source's log starts)
         self._stop = threading.Event()
         self._reload = threading.Event()
-        self._mirrored = 0
-        self._lost = 0
-        self._batches = 0
         self._trigger_since: float | None = None
         self._stall_reported = False
         self._next_ping = 0.0
@@ -83,8 +78,6 @@ class Daemon:
         self._started = False
         self._retry_at = 0.0
         self._start_failures = 0
-        self._lag_total: int | None = None
-        self._topics: int | None = None
         self.query = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -100,6 +93,9 @@ class Daemon:
         self._enter_work_dir()
         self.source = admin.Cluster("source", self.flow.source_admin)
         self.target = admin.Cluster("target", self.flow.target_admin)
+        self.positions = Positions(self.source, s.group_id, self.metrics)
+        self.translation = checkpoints.GroupTranslation(self.source, self.target, self.flow.offset_syncs_topic,
+                                                        checkpoints.checkpoints_topic(s.source_alias))
         self.clusters = ClusterWatch([self.source, self.target], self.metrics, self._stop)
         self.clusters.start()
         log.info("starting Spark (%s)", s.spark_master)
@@ -119,7 +115,7 @@ class Daemon:
                                                   self.flow.policy, self._seen_configs),
                        lambda: up() and self.settings.sync_topic_configs))
         jobs.start(Job("groups", lambda: self.settings.sync_group_offsets_interval, self._sync_groups,
-                       lambda: up() and self.settings.sync_group_offsets and self._syncs_reader is not None))
+                       lambda: up() and self.settings.sync_group_offsets and self.translation.ready))
         jobs.start(Job("heartbeats", lambda: self.settings.emit_heartbeats_interval,
                        lambda: self._heartbeats.run(self.source, self.target, self.settings.source_alias,
                                                     self.settings.target_alias, self.flow.policy),
@@ -128,7 +124,7 @@ class Daemon:
                        lambda: acls.sync(self.source, self.target, self.flow.policy, self.settings.whitelist),
                        lambda: up() and self.settings.sync_topic_acls))
         jobs.start(Job("checkpoints", lambda: self.settings.emit_checkpoints_interval, self._emit_checkpoints,
-                       lambda: up() and self.settings.emit_checkpoints and self._syncs_reader is not None))
+                       lambda: up() and self.settings.emit_checkpoints and self.translation.ready))
         return self._supervise()
 
     def _enter_work_dir(self) -> None:
@@ -139,13 +135,8 @@ class Daemon:
         work.mkdir(parents=True, exist_ok=True)
         os.chdir(work)
 
-    def _prepare_target(self) -> None:
-        admin.ensure_offset_syncs_topic(self.target, self.flow.offset_syncs_topic)
-        if self._syncs_reader is None:
-            self._syncs_reader = admin.OffsetSyncsReader(self.target, self.flow.offset_syncs_topic)
-
     def _start_query(self) -> None:
-        self._prepare_target()
+        self.translation.prepare()
         pipeline = Pipeline(self.spark, self.flow)
         self.topics = TargetTopics(self.flow, self.source, self.target,
                                    lambda topic: self.metrics.config_refused.labels(self.settings.flow, topic).inc())
@@ -158,8 +149,8 @@ class Daemon:
             if starting.startswith("{"):
                 resume = {tp: o for tp, o in parse_source_offsets(starting).items() if o >= 0}
                 held = self.source.log_start_offsets(resume)
-                self._report_deleted(deleted_before_read(resume, held, {}, held))
-        self._seed_positions()
+                self.positions.report_deleted(deleted_before_read(resume, held, {}, held))
+        self.positions.seed(self._mirrored_topics())
         self.query = pipeline.start(starting)
         self.metrics.up.labels(self.settings.flow).set(1)
 
@@ -176,18 +167,6 @@ class Daemon:
             log.info("another host mirrored this flow past this host's checkpoint (%d partitions ahead): "
                      "resuming from group %s's offsets", len(ahead), self.settings.group_id)
             shutil.rmtree(self.settings.checkpoint_dir)
-
-    def _seed_positions(self) -> None:
-        """Mirrored positions before the first batch: the group's commits (written after each batch)."""
-        try:
-            topics = self.source.partitions(self.flow.pattern)
-            committed = self.source.committed(self.settings.group_id, topics) if topics else {}
-        except Exception as exc:  # noqa: BLE001 - lag is best effort until the first batch
-            log.warning("cannot read group %s's offsets: %s", self.settings.group_id, exc)
-            return
-        with self._lock:
-            for tp, offset in committed.items():
-                self.positions.setdefault(tp, offset)
 
     def _stop_query(self, grace: float = STOP_GRACE) -> None:
         """Stop the query once the batch in flight has committed (up to `grace`), so a restart copies
@@ -213,9 +192,9 @@ class Daemon:
             self._ping_watchdog()  # waiting for a batch to commit is not a stall
             stopper.join(0.2)
         if self.clusters.is_up("source"):  # the last batch's progress event may never be delivered now
-            self._commit(checkpoint_offsets(self.settings))
+            self.positions.commit(checkpoint_offsets(self.settings))
         if "error" in outcome:
-            log.warning("streaming query did not stop cleanly: %s", _one_line(str(outcome["error"])))
+            log.warning("streaming query did not stop cleanly: %s", one_line(str(outcome["error"])))
         elif outcome.get("between"):
             log.info("streaming query stopped between batches")
         else:
@@ -272,9 +251,9 @@ class Daemon:
             self._start_failures += 1
             self.metrics.error("query")
             if self._start_failures >= START_ATTEMPTS and self.clusters.up_for() > START_ATTEMPTS * RESTART_BACKOFF:
-                raise MirrordError(f"cannot start the streaming query: {_one_line(str(exc))}") from None
+                raise MirrordError(f"cannot start the streaming query: {one_line(str(exc))}") from None
             log.warning("cannot start the streaming query, retrying in %.0fs: %s", RESTART_BACKOFF,
-                        _one_line(str(exc)))
+                        one_line(str(exc)))
             self._retry_at = now + RESTART_BACKOFF
             return
         self._start_failures = 0
@@ -364,7 +343,7 @@ class Daemon:
                 self.spark._jvm.java.lang.System.nanoTime()  # JVM alive, between queries
                 return True
         except Exception as exc:  # noqa: BLE001 - a dead JVM raises py4j errors of several kinds
-            log.warning("Spark does not answer: %s", _one_line(str(exc)))
+            log.warning("Spark does not answer: %s", one_line(str(exc)))
             return False
         if status.get("isTriggerActive"):
             self._trigger_since = self._trigger_since or now
@@ -417,9 +396,9 @@ class Daemon:
         try:
             self.spark.stop()
         except Exception as exc:  # noqa: BLE001 - the JVM may already be gone; nothing left to save
-            log.warning("Spark did not stop cleanly: %s", _one_line(str(exc)))
-        _wait_jvm_exit()
-        log.info("stopped after mirroring %d records in %d batches", self._mirrored, self._batches)
+            log.warning("Spark did not stop cleanly: %s", one_line(str(exc)))
+        wait_jvm_exit()
+        log.info("stopped after mirroring %d records in %d batches", self.positions.mirrored, self.positions.batches)
         return 0
 
     # -- batches (Spark callback thread) ---------------------------------------------------
@@ -427,64 +406,20 @@ class Daemon:
         """Every source topic has its copy in the target; and the source's log start offsets, kept a
         minute, so each batch can tell what was deleted before it could read it."""
         self.topics.ensure(topics)
-        starts = self.source.log_start_offsets((t, p) for t, n in topics.items() for p in range(n))
-        with self._lock:
-            self._log_starts.append((time.time(), starts))
-            del self._log_starts[:-60]
+        self.positions.note_log_starts(self.source.log_start_offsets((t, p) for t, n in topics.items()
+                                                                     for p in range(n)))
         return 0
 
-    def _commit(self, positions: dict[tuple[str, int], int], forward_only: bool = True) -> None:
-        """Set the mirrored positions and commit them to the consumer's group on the source. What a batch
-        wrote is the truth, even backwards (a topic recreated on the source); a batch's end only moves
-        positions forward (past transaction markers and deleted records)."""
-        with self._commit_lock:
-            with self._lock:
-                moved = {tp: o for tp, o in positions.items()
-                         if o > self.positions.get(tp, 0) or (not forward_only and o != self.positions.get(tp))}
-                self.positions.update(moved)
-            if not moved:
-                return
-            try:
-                self.source.commit(self.settings.group_id, moved)
-            except (MirrordError, Exception) as exc:  # noqa: BLE001 - visibility only; the checkpoint is the truth
-                self.metrics.error("commit")
-                log.warning("cannot commit mirrored offsets to group %s: %s", self.settings.group_id, exc)
-
     def _on_progress(self, progress) -> None:
-        """After each batch Spark committed (its listener thread): records deleted before they were read
-        are reported, and the mirrored positions (lag, the group's offsets on the source) move to the
-        batch's end, past transaction markers and deleted records."""
+        """After each batch Spark committed (its listener thread), for the query that runs now."""
         try:
             query = self.query
             if query is None or str(progress.runId) != str(query.runId) or not progress.sources:
                 return
-            source = progress.sources[0]
-            start, end = parse_source_offsets(source.startOffset), parse_source_offsets(source.endOffset)
-            began = _epoch(progress.timestamp)
-            with self._lock:
-                before = [starts for taken, starts in self._log_starts if taken < began]
-                if progress.numInputRows:
-                    self._mirrored += progress.numInputRows
-                    self._batches += 1
-            if before:  # what lay below the log start before the batch began was never there to read
-                self._report_deleted(deleted_before_read(start, end, {}, before[-1]))
-            self._commit(end, forward_only=False)
-            if progress.numInputRows:
-                duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
-                self.metrics.batch_duration.labels(self.settings.flow).observe(duration)
-                self.metrics.last_commit.labels(self.settings.flow).set(time.time())
+            self.positions.on_progress(progress)
         except Exception as exc:  # noqa: BLE001 - a listener error must not stop Spark's event bus
             self.metrics.error("progress")
             log.warning("cannot process the progress of batch %s: %s", getattr(progress, "batchId", "?"), exc)
-
-    def _report_deleted(self, lost: dict[tuple[str, int], tuple[int, int]]) -> None:
-        for (topic, partition), (begin, stop) in sorted(lost.items()):
-            self.metrics.lost.labels(self.settings.flow, topic).inc(stop - begin)
-            with self._lock:
-                self._lost += stop - begin
-            log.error("%s-%d: %d records (offsets %d to %d) were deleted from the source (retention or "
-                      "delete-records) before mirrord read them; they are not in the target",
-                      topic, partition, stop - begin, begin, stop - 1)
 
     def _mirrored_topics(self) -> dict[str, int]:
         return self.source.partitions(self.flow.pattern)
@@ -492,46 +427,29 @@ class Daemon:
     def _sync_groups(self) -> int:
         """Source groups' offsets, translated, into the target's groups (sync.group.offsets.enabled)."""
         s = self.settings
-        self._read_syncs()
-        checkpoints.sync_group_offsets(self.source, self.target, self._mirrored_topics(), self.syncs,
-                                       self._syncs_lock, self.flow.policy, s.groups, s.groups_exclude, s.group_id)
-        return 0
+        return self.translation.sync_group_offsets(self._mirrored_topics(), self.flow.policy, s.groups,
+                                                   s.groups_exclude, s.group_id)
 
     def _emit_checkpoints(self) -> int:
         """Source groups' offsets, translated, into the checkpoints topic on the target."""
         s = self.settings
-        self._read_syncs()
-        checkpoints.emit_checkpoints(self.source, self.target, self._checkpoints, self._mirrored_topics(),
-                                     self.syncs, self._syncs_lock, self.flow.policy, s.groups, s.groups_exclude,
-                                     s.group_id)
+        self.translation.emit_checkpoints(self._mirrored_topics(), self.flow.policy, s.groups, s.groups_exclude,
+                                          s.group_id)
         self.metrics.last_checkpoint.labels(s.flow).set(time.time())
         return 0
 
-    def _read_syncs(self) -> None:
-        """The offset syncs the interceptors wrote since the last round, from the topic on the target."""
-        with self._syncs_lock:
-            self._syncs_reader.read_to_end(self.syncs.add)
-
     # -- lag and status --------------------------------------------------------------------
     def _lag_loop(self) -> None:
-        """Lag from the source's log-end offsets, independent of Spark: it rises while the target is down."""
+        """Lag, and the interceptors' counts, every few seconds."""
         while not self._stop.wait(LAG_EVERY):
             if not self.clusters.is_up("source"):
                 continue  # the last values stay, and the outage has its own metric
             try:
-                topics = self.source.partitions(self.flow.pattern)
-                ends = self.source.end_offsets((t, p) for t, n in topics.items() for p in range(n))
+                self.positions.update_lag(self._mirrored_topics())
             except Exception as exc:  # noqa: BLE001 - source unreachable: keep the last values
                 self.metrics.error("lag")
                 log.debug("lag check failed: %s", exc)
                 continue
-            with self._lock:
-                lags = {tp: max(0, end - self.positions.get(tp, 0)) for tp, end in ends.items()}
-            for (topic, partition), lag in lags.items():
-                self.metrics.partition_lag.labels(self.settings.flow, topic, str(partition)).set(lag)
-            self.metrics.lag.labels(self.settings.flow).set(sum(lags.values()))
-            self._lag_total = sum(lags.values())
-            self._topics = len(topics)
             self._read_jvm_totals()
 
     def _read_jvm_totals(self) -> None:
@@ -555,55 +473,14 @@ class Daemon:
                 rate = float(progress.get("processedRowsPerSecond") or 0.0)
             except Exception:  # noqa: BLE001 - status is informational
                 rate = 0.0
-        lag = "?" if self._lag_total is None else self._lag_total
-        topics = "?" if self._topics is None else self._topics
-        lost = f", {self._lost} records lost (deleted before read)" if self._lost else ""
-        line = f"{self._mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
+        p = self.positions
+        lag = "?" if p.lag is None else p.lag
+        topics = "?" if p.topics is None else p.topics
+        lost = f", {p.lost} records lost (deleted before read)" if p.lost else ""
+        line = f"{p.mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
         away = self.clusters.away()
         if away:
             return f"waiting: {'; '.join(away)}; {line}"
         if not self._active():
             return f"standby: another host mirrors flow {self.settings.flow}; {line}"
         return line
-
-
-def _epoch(timestamp: str) -> float:
-    """Spark's progress timestamp (ISO 8601, UTC, e.g. 2026-11-22T00:42:18.123Z) as Unix seconds."""
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-
-
-def _wait_jvm_exit(timeout: float = 30.0) -> None:
-    """Close the py4j gateway and let the JVM run its shutdown hooks and exit by itself, so that
-    systemd (KillMode=mixed) finds nothing left to SIGKILL."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    if gateway is None:
-        return
-    proc = getattr(gateway, "proc", None)
-    try:
-        gateway.shutdown()
-        if proc is not None:
-            proc.stdin.close()  # the JVM exits when its stdin closes
-            proc.wait(timeout=timeout)
-    except Exception as exc:  # noqa: BLE001 - shutting down anyway; systemd kills what is left
-        log.warning("Spark's JVM did not exit by itself: %s", exc)
-
-
-def _one_line(text: str) -> str:
-    """The informative line of a Spark/Python exception dump (the mirrord error if there is one)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in lines:
-        if "mirrord.errors." in line:
-            return line.split("mirrord.errors.", 1)[1]
-    return lines[0][:500] if lines else "unknown error"
-
-
-def _spark_version() -> str:
-    try:
-        import pyspark
-
-        return pyspark.__version__
-    except ImportError:
-        return ""
-

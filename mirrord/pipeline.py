@@ -463,3 +463,40 @@ def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:
             pass
 
     spark.streams.addListener(ProgressListener())
+
+
+def wait_jvm_exit(timeout: float = 30.0) -> None:
+    """Close the py4j gateway and let the JVM run its shutdown hooks and exit by itself, so that
+    systemd (KillMode=mixed) finds nothing left to SIGKILL."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+        if proc is not None:
+            proc.stdin.close()  # the JVM exits when its stdin closes
+            proc.wait(timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - shutting down anyway; systemd kills what is left
+        log.warning("Spark's JVM did not exit by itself: %s", exc)
+
+
+def one_line(text: str) -> str:
+    """The informative line of a Spark/Python exception dump (the mirrord error if there is one)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "mirrord.errors." in line:
+            return line.split("mirrord.errors.", 1)[1]
+    return lines[0][:500] if lines else "unknown error"
+
+
+def spark_version() -> str:
+    try:
+        import pyspark
+
+        return pyspark.__version__
+    except ImportError:
+        return ""
+

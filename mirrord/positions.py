@@ -1,0 +1,120 @@
+"""Where the flow stands in the source: the mirrored position of every partition, its commit to the
+consumer group on the source, the lag behind the source's end, and records deleted before mirrord
+could read them.
+
+Spark's checkpoint is the truth of where the query resumes; these positions are what operators see
+(`kafka-consumer-groups`, `mirrord_partition_lag`, STATUS) and what a host taking over resumes from.
+They move after each batch Spark committed (its progress event), which holds the batch's planned
+source offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime
+
+from mirrord.admin import TP, Cluster
+from mirrord.errors import MirrordError
+from mirrord.metrics import Metrics
+from mirrord.offsets import deleted_before_read, parse_source_offsets
+
+log = logging.getLogger(__name__)
+LOG_STARTS_KEPT = 60  # readings of the source's log start offsets, one a second: a minute
+
+
+class Positions:
+    def __init__(self, source: Cluster, group_id: str, metrics: Metrics):
+        self.source = source
+        self.group_id = group_id
+        self.metrics = metrics
+        self.flow = metrics.flow
+        self._positions: dict[TP, int] = {}  # next source offset to mirror, per partition
+        self._log_starts: list[tuple[float, dict[TP, int]]] = []  # (time, the source's log starts)
+        self._lock = threading.Lock()
+        self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
+        self.mirrored = 0
+        self.batches = 0
+        self.lost = 0
+        self.lag: int | None = None
+        self.topics: int | None = None
+
+    def seed(self, topics: dict[str, int]) -> None:
+        """Mirrored positions before the first batch: the group's commits (written after each batch)."""
+        try:
+            committed = self.source.committed(self.group_id, topics) if topics else {}
+        except Exception as exc:  # noqa: BLE001 - lag is best effort until the first batch
+            log.warning("cannot read group %s's offsets: %s", self.group_id, exc)
+            return
+        with self._lock:
+            for tp, offset in committed.items():
+                self._positions.setdefault(tp, offset)
+
+    def note_log_starts(self, starts: dict[TP, int]) -> None:
+        """The source's log start offsets now, so each batch can tell what was deleted before it could
+        read it."""
+        with self._lock:
+            self._log_starts.append((time.time(), starts))
+            del self._log_starts[:-LOG_STARTS_KEPT]
+
+    def commit(self, positions: dict[TP, int], forward_only: bool = True) -> None:
+        """Set the mirrored positions and commit them to the consumer's group on the source. What a batch
+        wrote is the truth, even backwards (a topic recreated on the source); a batch's end only moves
+        positions forward (past transaction markers and deleted records)."""
+        with self._commit_lock:
+            with self._lock:
+                moved = {tp: o for tp, o in positions.items()
+                         if o > self._positions.get(tp, 0) or (not forward_only and o != self._positions.get(tp))}
+                self._positions.update(moved)
+            if not moved:
+                return
+            try:
+                self.source.commit(self.group_id, moved)
+            except (MirrordError, Exception) as exc:  # noqa: BLE001 - visibility only; the checkpoint is the truth
+                self.metrics.error("commit")
+                log.warning("cannot commit mirrored offsets to group %s: %s", self.group_id, exc)
+
+    def on_progress(self, progress) -> None:
+        """After each batch Spark committed: records deleted before they were read are reported, and the
+        mirrored positions (lag, the group's offsets on the source) move to the batch's end, past
+        transaction markers and deleted records."""
+        source = progress.sources[0]
+        start, end = parse_source_offsets(source.startOffset), parse_source_offsets(source.endOffset)
+        began = _epoch(progress.timestamp)
+        with self._lock:
+            before = [starts for taken, starts in self._log_starts if taken < began]
+            if progress.numInputRows:
+                self.mirrored += progress.numInputRows
+                self.batches += 1
+        if before:  # what lay below the log start before the batch began was never there to read
+            self.report_deleted(deleted_before_read(start, end, {}, before[-1]))
+        self.commit(end, forward_only=False)
+        if progress.numInputRows:
+            duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
+            self.metrics.batch_duration.labels(self.flow).observe(duration)
+            self.metrics.last_commit.labels(self.flow).set(time.time())
+
+    def report_deleted(self, lost: dict[TP, tuple[int, int]]) -> None:
+        for (topic, partition), (begin, stop) in sorted(lost.items()):
+            self.metrics.lost.labels(self.flow, topic).inc(stop - begin)
+            with self._lock:
+                self.lost += stop - begin
+            log.error("%s-%d: %d records (offsets %d to %d) were deleted from the source (retention or "
+                      "delete-records) before mirrord read them; they are not in the target",
+                      topic, partition, stop - begin, begin, stop - 1)
+
+    def update_lag(self, topics: dict[str, int]) -> None:
+        """Lag from the source's log-end offsets, independent of Spark: it rises while the target is down."""
+        ends = self.source.end_offsets((t, p) for t, n in topics.items() for p in range(n))
+        with self._lock:
+            lags = {tp: max(0, end - self._positions.get(tp, 0)) for tp, end in ends.items()}
+        for (topic, partition), lag in lags.items():
+            self.metrics.partition_lag.labels(self.flow, topic, str(partition)).set(lag)
+        self.metrics.lag.labels(self.flow).set(sum(lags.values()))
+        self.lag, self.topics = sum(lags.values()), len(topics)
+
+
+def _epoch(timestamp: str) -> float:
+    """Spark's progress timestamp (ISO 8601, UTC, e.g. 2026-11-22T00:42:18.123Z) as Unix seconds."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
