@@ -57,7 +57,7 @@ def test_the_source_and_the_target_broker_killed_and_restarted_mid_stream_lose_n
     create_topic(source.bootstrap, topic, 2)
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group)
     daemon = Mirrord(config).start()
-    trickle = Trickle(source.bootstrap, topic, 2, total=30_000, rate=500)
+    trickle = Trickle(source.bootstrap, topic, 2, total=15_000, rate=500)
     try:
         daemon.wait_ready()
         trickle.start()

@@ -29,7 +29,7 @@ def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_activ
     hosts = [Mirrord(write_flow(tmp_path / host, source.bootstrap, target.bootstrap, topic, group=group, conf=conf))
              for host in ("host-a", "host-b")]
     first, second = hosts
-    trickle = Trickle(source.bootstrap, topic, 2, total=30_000, rate=400)
+    trickle = Trickle(source.bootstrap, topic, 2, total=20_000, rate=500)
     try:
         first.start().wait_ready()
         second.start()
