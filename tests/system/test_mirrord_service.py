@@ -223,11 +223,12 @@ def test_watchdog_restarts_mirrord_within_watchdogsec_plus_5_s_when_its_jvm_is_f
         d.c.run("systemctl", "daemon-reload")
         d.systemctl("restart")
         frozen = unit_state(d.c, "mirrord")
-        jvm = d.c.run("sh", "-c", "for p in /proc/[0-9]*; do grep -qa SparkSubmit $p/cmdline 2>/dev/null "
+        # "Spark[S]ubmit": the shell's own command line must not match
+        jvm = d.c.run("sh", "-c", "for p in /proc/[0-9]*; do grep -qa 'Spark[S]ubmit' $p/cmdline 2>/dev/null "
                       "&& echo ${p#/proc/}; done; true").stdout.split()
-        assert jvm, "no Spark JVM found"
+        assert len(jvm) == 1, jvm
         mark = d.c.journal_cursor()
-        d.c.run("kill", "-STOP", *jvm)
+        d.c.run("kill", "-STOP", jvm[0])
         stopped = time.monotonic()
         wait_until(lambda: "Watchdog timeout" in d.c.journal("mirrord", after=mark), watchdog + 5,
                    f"systemd's watchdog within WatchdogSec ({watchdog}s) + 5 s of the JVM freezing", interval=0.5)
