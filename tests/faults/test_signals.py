@@ -14,11 +14,6 @@ from tests.harness.records import Trickle, count, create_topic, produce, wait_un
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
 
 
-def wait_logged(daemon: Mirrord, text: str, timeout: float = 120) -> None:
-    wait_until(lambda: text in daemon.output() or not daemon.alive(), timeout, f"{text!r} in mirrord's output")
-    assert daemon.alive(), f"mirrord exited before {text!r}:\n{daemon.output()[-3000:]}"
-
-
 def assert_clean_exit(daemon: Mirrord, tree: list[int]) -> None:
     assert daemon.process.wait(90) == 0, daemon.output()[-3000:]
     assert "Traceback" not in daemon.output(), daemon.output()[-3000:]
@@ -32,7 +27,7 @@ def test_a_signal_to_the_process_group_while_spark_starts_exits_0(kafka_pair, un
     create_topic(source.bootstrap, topic, 1)
     daemon = Mirrord(write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=unique("g"))).start()
     try:
-        wait_logged(daemon, "starting Spark")
+        daemon.wait_logged("starting Spark")
         wait_until(lambda: daemon.jvm_pid() is not None, 60, "Spark's JVM to be launched")
         tree = descendants(daemon.process.pid)
         os.killpg(daemon.process.pid, sig)

@@ -94,6 +94,18 @@ class Mirrord:
                 raise AssertionError(f"mirrord not ready after {timeout}s:\n{self.output()[-3000:]}")
             time.sleep(0.2)
 
+    def wait_logged(self, text: str, timeout: float = 120) -> float:
+        """Wait for `text` in this process's output (it must not exit first); returns the seconds waited."""
+        began = time.monotonic()
+        deadline = began + timeout
+        while text not in self.output():
+            if self.process.poll() is not None:
+                raise AssertionError(f"mirrord exited before {text!r}:\n{self.output()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout:.0f}s waiting for {text!r} in mirrord's output")
+            time.sleep(0.2)
+        return time.monotonic() - began
+
     def metrics(self) -> str:
         with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
             return r.read().decode()

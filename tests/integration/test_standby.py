@@ -3,21 +3,12 @@ the target; when it dies a standby takes over from the offsets it committed, wit
 
 from __future__ import annotations
 
-import time
-
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import Trickle, count, create_topic, read_all, wait_until
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
 
 SESSION_S = 6
 BATCH = 2000  # max.offsets.per.trigger: what one batch in flight can copy twice
-
-
-def wait_logged(daemon: Mirrord, text: str, timeout: float) -> float:
-    began = time.monotonic()
-    wait_until(lambda: text in daemon.output() or not daemon.alive(), timeout, f"{text!r} in mirrord's output")
-    assert daemon.alive(), f"mirrord exited before {text!r}:\n{daemon.output()[-3000:]}"
-    return time.monotonic() - began
 
 
 def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_active_one_is_killed(
@@ -33,7 +24,7 @@ def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_activ
     try:
         first.start().wait_ready()
         second.start()
-        wait_logged(second, "standing by: another host mirrors flow test", 120)
+        second.wait_logged("standing by: another host mirrors flow test", 120)
         trickle.start()
         wait_until(lambda: count(target.bootstrap, topic) >= 4000, 120, "records flowing")
         assert "mirroring " not in second.output()
@@ -42,14 +33,14 @@ def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_activ
         assert duplicates_so_far(source.bootstrap, target.bootstrap, topic) == 0, "both hosts copied"
 
         first.kill9()  # the active host dies mid-stream
-        took = wait_logged(second, "mirroring ", SESSION_S + 60)
+        took = second.wait_logged("mirroring ", SESSION_S + 60)
         print(f"standby took over {took:.1f}s after the active host was killed (session {SESSION_S}s)")
         assert took < SESSION_S + 30  # the session, then the query's start and its first batch
 
         first.start()  # back as a standby; its checkpoint is now behind the group's offsets
-        wait_logged(first, "standing by", 120)
+        first.wait_logged("standing by", 120)
         assert second.stop() == 0  # leaves the group at once: the first host takes over
-        wait_logged(first, "resuming from group", SESSION_S + 60)
+        first.wait_logged("resuming from group", SESSION_S + 60)
         trickle.join(180)
         wait_all_mirrored(source.bootstrap, topic, group)
         duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)

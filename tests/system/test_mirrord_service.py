@@ -6,6 +6,7 @@ test brings the unit into the state it needs, so any one of them also runs alone
 
 from __future__ import annotations
 
+import contextlib
 import time
 import urllib.request
 import uuid
@@ -151,34 +152,53 @@ def test_reload_picks_up_a_changed_whitelist_without_loss(deployment):
     assert (after["MainPID"], after["NRestarts"]) == (before["MainPID"], before["NRestarts"]), (before, after)
 
 
+def refused_reload(d: Deployment, before: dict[str, str], reason: str, tag: str, **conf: str) -> None:
+    """Install `conf`, reload, and see the reload refused for `reason` and mirroring go on in the same process."""
+    mark = d.c.journal_cursor()
+    d.install(**conf)
+    d.systemctl("reload")
+    wait_until(lambda: "reload refused" in d.c.journal("mirrord", after=mark), 60, "the refusal in the journal")
+    assert reason in d.c.journal("mirrord", after=mark)
+    # The journal line and READY=1 travel on different sockets: PID 1 may see READY a moment later.
+    after = wait_until(lambda: (s := unit_state(d.c, "mirrord"))["ActiveState"] != "reloading" and s,
+                       30, "the unit to leave the reloading state")
+    assert (after["ActiveState"], after["MainPID"]) == ("active", before["MainPID"]), (before, after)
+    topic = d.topic("a-1")
+    d.wait_mirrored(topic, d.send(topic, tag), f"records {tag}")
+
+
+@contextlib.contextmanager
+def short_watchdog(d: Deployment, seconds: int):
+    """The unit with WatchdogSec=`seconds` and RestartSec=1, restarted; yields its state before any fault."""
+    dropin = "/etc/systemd/system/mirrord.service.d/50-short-watchdog.conf"
+    d.c.write_file(dropin, f"[Service]\nWatchdogSec={seconds}\nRestartSec=1\n")
+    try:
+        d.c.run("systemctl", "daemon-reload")
+        d.systemctl("restart")
+        yield unit_state(d.c, "mirrord")
+    finally:
+        d.c.run("rm", "-f", dropin)
+        d.c.run("systemctl", "daemon-reload")
+
+
+def wait_restarted(d: Deployment, frozen: dict[str, str], what: str) -> None:
+    def restarted() -> bool:
+        s = unit_state(d.c, "mirrord")
+        return (int(s["NRestarts"]) > int(frozen["NRestarts"]) and s["ActiveState"] == "active"
+                and s["SubState"] == "running" and s["MainPID"] not in ("0", frozen["MainPID"]))
+    wait_until(restarted, START_TIMEOUT, what, interval=1)
+
+
 def test_reload_of_a_broken_configuration_is_refused_and_mirroring_goes_on(deployment):
     d = deployment
     d.running()
     before = unit_state(d.c, "mirrord")
     good = (d.config / "mirrord.conf").read_text()
-    mark = d.c.journal_cursor()
     try:
-        d.install(**{"num.streams": "many"})
-        d.systemctl("reload")
-        wait_until(lambda: "reload refused" in d.c.journal("mirrord", after=mark), 60, "the refusal in the journal")
-        assert "num.streams" in d.c.journal("mirrord", after=mark)
-        # The journal line and READY=1 travel on different sockets: PID 1 may see READY a moment later.
-        after = wait_until(lambda: (s := unit_state(d.c, "mirrord"))["ActiveState"] != "reloading" and s,
-                           30, "the unit to leave the reloading state")
-        assert (after["ActiveState"], after["MainPID"]) == ("active", before["MainPID"]), (before, after)
-        topic = d.topic("a-1")
-        d.wait_mirrored(topic, d.send(topic, "after-refused-reload"), "records after a refused reload")
-
+        refused_reload(d, before, "num.streams", "after-refused-reload", **{"num.streams": "many"})
         (d.config / "mirrord.conf").write_text(good)
-        mark = d.c.journal_cursor()
-        d.install(flow="renamed")  # a new checkpoint and group: a full re-copy, so it waits for a restart
-        d.systemctl("reload")
-        wait_until(lambda: "reload refused" in d.c.journal("mirrord", after=mark), 60, "the refusal of a flow change")
-        assert "flow cannot change while mirrord runs" in d.c.journal("mirrord", after=mark)
-        after = wait_until(lambda: (s := unit_state(d.c, "mirrord"))["ActiveState"] != "reloading" and s,
-                           30, "the unit to leave the reloading state")
-        assert (after["ActiveState"], after["MainPID"]) == ("active", before["MainPID"]), (before, after)
-        d.wait_mirrored(topic, d.send(topic, "after-refused-flow-change"), "records after a refused flow change")
+        # a new checkpoint and group: a full re-copy, so it waits for a restart
+        refused_reload(d, before, "flow cannot change while mirrord runs", "after-refused-flow-change", flow="renamed")
     finally:
         (d.config / "mirrord.conf").write_text(good)
         d.install()
@@ -186,43 +206,25 @@ def test_reload_of_a_broken_configuration_is_refused_and_mirroring_goes_on(deplo
 
 def test_watchdog_kills_a_frozen_mirrord_and_the_restart_resumes_without_loss(deployment):
     d = deployment
-    dropin = "/etc/systemd/system/mirrord.service.d/50-short-watchdog.conf"
-    d.c.write_file(dropin, "[Service]\nWatchdogSec=5\nRestartSec=1\n")
-    try:
-        d.c.run("systemctl", "daemon-reload")
-        d.systemctl("restart")
-        frozen = unit_state(d.c, "mirrord")
+    with short_watchdog(d, 5) as frozen:
         topic = d.topic("a-1")
         mark = d.c.journal_cursor()
 
         d.c.run("kill", "-STOP", frozen["MainPID"])
         keys = d.send(topic, "while-frozen")
-
-        def restarted() -> bool:
-            s = unit_state(d.c, "mirrord")
-            return (int(s["NRestarts"]) > int(frozen["NRestarts"]) and s["ActiveState"] == "active"
-                    and s["SubState"] == "running" and s["MainPID"] not in ("0", frozen["MainPID"]))
-        wait_until(restarted, START_TIMEOUT, "systemd to restart the frozen mirrord", interval=1)
+        wait_restarted(d, frozen, "systemd to restart the frozen mirrord")
         journal = d.c.journal("mirrord", after=mark)
         assert "Watchdog timeout" in journal and "Failed with result 'watchdog'" in journal, journal[-4000:]
 
         keys |= d.send(topic, "after-watchdog")
         d.wait_mirrored(topic, keys, "records produced while frozen and after the restart")
-    finally:
-        d.c.run("rm", "-f", dropin)
-        d.c.run("systemctl", "daemon-reload")
 
 
 def test_watchdog_restarts_mirrord_within_watchdogsec_plus_5_s_when_its_jvm_is_frozen(deployment):
     """The fault campaign's systemd part: SIGSTOP of Spark's JVM (a hung JVM) while Python runs on."""
     d = deployment
-    dropin = "/etc/systemd/system/mirrord.service.d/50-short-watchdog.conf"
     watchdog = 5
-    d.c.write_file(dropin, f"[Service]\nWatchdogSec={watchdog}\nRestartSec=1\n")
-    try:
-        d.c.run("systemctl", "daemon-reload")
-        d.systemctl("restart")
-        frozen = unit_state(d.c, "mirrord")
+    with short_watchdog(d, watchdog) as frozen:
         # "Spark[S]ubmit": the shell's own command line must not match
         jvm = d.c.run("sh", "-c", "for p in /proc/[0-9]*; do grep -qa 'Spark[S]ubmit' $p/cmdline 2>/dev/null "
                       "&& echo ${p#/proc/}; done; true").stdout.split()
@@ -233,17 +235,9 @@ def test_watchdog_restarts_mirrord_within_watchdogsec_plus_5_s_when_its_jvm_is_f
         wait_until(lambda: "Watchdog timeout" in d.c.journal("mirrord", after=mark), watchdog + 5,
                    f"systemd's watchdog within WatchdogSec ({watchdog}s) + 5 s of the JVM freezing", interval=0.5)
         print(f"watchdog fired {time.monotonic() - stopped:.1f}s after SIGSTOP of the JVM")
-
-        def restarted() -> bool:
-            s = unit_state(d.c, "mirrord")
-            return (int(s["NRestarts"]) > int(frozen["NRestarts"]) and s["ActiveState"] == "active"
-                    and s["SubState"] == "running" and s["MainPID"] not in ("0", frozen["MainPID"]))
-        wait_until(restarted, START_TIMEOUT, "systemd to restart mirrord", interval=1)
+        wait_restarted(d, frozen, "systemd to restart mirrord")
         topic = d.topic("a-1")
         d.wait_mirrored(topic, d.send(topic, "after-frozen-jvm"), "records after the restart")
-    finally:
-        d.c.run("rm", "-f", dropin)
-        d.c.run("systemctl", "daemon-reload")
 
 
 def test_stop_is_clean_and_leaves_nothing_uncommitted(deployment):
