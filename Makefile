@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 JARS := .cache/jars
-SPARK_VERSION := 4.0.0
+SPARK_VERSION := 4.2.0
 KAFKA_VERSION := 4.2.0
 
 .PHONY: all setup jars jvm-test test unit demo lint clean distclean
