@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return failover.run(load(), args.group, args.topic, args.apply)
         if args.check:
-            from mirrord.pipeline import Flow, check_transforms_alone
+            from mirrord.flow import Flow
+            from mirrord.pipeline import check_transforms_alone
 
             check_transforms_alone(Flow.from_settings(load()))
             print("mirrord: configuration OK")

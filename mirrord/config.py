@@ -18,7 +18,7 @@ from pathlib import Path
 
 import javaproperties
 
-from mirrord import transforms
+from mirrord import modes, transforms
 from mirrord.errors import ConfigError
 from mirrord.redact import dataclass_repr, remember_secrets
 from mirrord.transforms import Transform
@@ -27,6 +27,7 @@ DEFAULT_CONFIG = Path("/etc/mirrord/mirrord.conf")
 SECTION = "mirrord"
 SPARK_SECTION = "spark"
 ENV_PREFIX = "MIRRORD_"
+MIN_CHECKPOINT_INTERVAL_MS = 5000
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,21 @@ def _policy(text: str, origin: Origin) -> str:
     return value
 
 
+def _trigger(text: str, origin: Origin) -> str:
+    value = text.strip().lower()
+    if value not in modes.CHOICES:
+        raise origin.error(f"must be {', '.join(modes.CHOICES[:-1])} or {modes.CHOICES[-1]}, got {text!r}")
+    return value
+
+
+def _checkpoint_interval(text: str, origin: Origin) -> int:
+    value = _positive_int(text, origin)
+    if value < MIN_CHECKPOINT_INTERVAL_MS:
+        raise origin.error(f"must be at least {MIN_CHECKPOINT_INTERVAL_MS} (Spark's real-time mode checkpoints "
+                           f"at most every 5 seconds), got {text!r}")
+    return value
+
+
 def _flow(text: str, origin: Origin) -> str:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text.strip()):
         raise origin.error(f"must be letters, digits, '.', '_' or '-', got {text!r}")
@@ -140,8 +156,14 @@ KEYS: dict[str, Key] = {
     "whitelist": Key(_whitelist, None, "topics to mirror: a regex matched against the whole name"),
     "topics.exclude": Key(_optional_regex, "", "topics never mirrored although the whitelist matches them: a regex "
                           "(MirrorMaker 2's name)"),
-    "num.streams": Key(_positive_int, "1", "parallel Spark tasks (local[N]), as MirrorMaker 1's streams"),
-    "offset.commit.interval.ms": Key(_positive_int, "250", "micro-batch interval; each batch ends in a commit"),
+    "num.streams": Key(_positive_int, "1", "parallel Spark tasks in micro-batch mode (local[N]), as MirrorMaker 1's "
+                       "streams; real-time mode runs a task per source partition"),
+    "trigger": Key(_trigger, "auto", "real-time (a long task per source partition, milliseconds per record), "
+                   "micro-batch, or auto: real-time mode wherever the task slots allow"),
+    "checkpoint.interval.ms": Key(_checkpoint_interval, "30000", "real-time mode: how long a batch runs, i.e. how "
+                                  "often Spark checkpoints; new topics and partitions start at a batch's start"),
+    "offset.commit.interval.ms": Key(_positive_int, "250", "micro-batch mode: the batch interval; each batch ends "
+                                     "in a commit"),
     "abort.on.send.failure": Key(_boolean, "true", "exit on a failed send (else retry the batch in-process)"),
     "state.dir": Key(_text, "/var/lib/mirrord", "checkpoint and state root"),
     "metrics.listen": Key(_listen, "", "Prometheus endpoint HOST:PORT; empty disables it"),
@@ -151,7 +173,8 @@ KEYS: dict[str, Key] = {
     "target.alias": Key(_flow, "target", "name of the target cluster (cycle detection, heartbeats); required "
                         "with the prefix policy"),
     "replication.policy.separator": Key(_text, ".", "separator of the prefix policy"),
-    "spark.master": Key(_optional_text, "", "Spark master URL; empty means local[num.streams]"),
+    "spark.master": Key(_optional_text, "", "Spark master URL; empty means local[N], N sized from the source "
+                        "partitions (real-time mode) or num.streams (micro-batch mode)"),
     "max.offsets.per.trigger": Key(_optional_positive_int, "2000000", "records per micro-batch at most"),
     "sync.topic.configs.enabled": Key(_boolean, "true", "create target topics with the source topic's own "
                                       "configs (retention.ms, cleanup.policy, ...), as MirrorMaker 2"),
@@ -213,6 +236,8 @@ class Settings:
     spark_master: str
     max_offsets_per_trigger: int | None
     stall_timeout_ms: int
+    trigger: str = modes.AUTO
+    checkpoint_interval_ms: int = 30000
     sync_topic_configs: bool = True
     sync_topic_configs_interval: float = 600.0
     sync_group_offsets: bool = False
@@ -437,9 +462,11 @@ def load(
         source_alias=str(values["source.alias"]),
         target_alias=str(values["target.alias"]),
         separator=str(values["replication.policy.separator"]),
-        spark_master=str(values["spark.master"]) or f"local[{num_streams}]",
+        spark_master=str(values["spark.master"]),
         max_offsets_per_trigger=values["max.offsets.per.trigger"],  # type: ignore[arg-type]
         stall_timeout_ms=int(values["stall.timeout.ms"]),  # type: ignore[arg-type]
+        trigger=str(values["trigger"]),
+        checkpoint_interval_ms=int(values["checkpoint.interval.ms"]),  # type: ignore[arg-type]
         sync_topic_configs=bool(values["sync.topic.configs.enabled"]),
         sync_topic_configs_interval=float(values["sync.topic.configs.interval.seconds"]),  # type: ignore[arg-type]
         sync_group_offsets=bool(values["sync.group.offsets.enabled"]),
@@ -502,6 +529,8 @@ def fixed_changes(running: Settings, new: Settings) -> list[str]:
         ("target.alias", running.target_alias, new.target_alias),
         ("replication.policy.separator", running.separator, new.separator),
         ("spark.master", running.spark_master, new.spark_master),
+        ("num.streams", running.num_streams if not running.spark_master else 0,  # sizes mirrord's local[N]
+         new.num_streams if not new.spark_master else 0),
         (f"[{SPARK_SECTION}]", dict(running.spark_conf), dict(new.spark_conf)),
     ]
     return [name for name, before, after in checks if before != after]

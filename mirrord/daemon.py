@@ -1,12 +1,13 @@
 """The long-running process, a supervisor: signals, systemd notifications, health, reloads, leadership.
 
-The main thread turns every half second: it starts the streaming query once both clusters answer
-(health.ClusterWatch) and this host holds the flow (leader.Leadership), notices a failed query and
-restarts it when the failure came with an outage, pings the systemd watchdog while mirrord itself is
-healthy, and acts on signals (SIGTERM/SIGINT stop between batches, SIGHUP reloads). Records never
-pass here: batches run in Spark, and their progress moves the positions (positions.Positions) from
-Spark's listener thread. Periodic side jobs (topics, configs, groups, checkpoints, heartbeats, ACLs)
-run in the scheduler, each in a module of its own.
+The main thread turns every half second: it starts the streaming query (query.Query) once both
+clusters answer (health.ClusterWatch) and this host holds the flow (leader.Election), notices a
+failed query and restarts it when the failure came with an outage, pings the systemd watchdog while
+mirrord itself is healthy, and acts on signals (SIGTERM/SIGINT stop, SIGHUP reloads). Records never
+pass here: they run in Spark; every second the interceptors' acknowledged positions move the
+positions (positions.Positions), and each batch's end moves them too, from Spark's listener thread.
+Periodic side jobs (topics, configs, groups, checkpoints, heartbeats, ACLs) run in the scheduler,
+each in a module of its own.
 """
 
 from __future__ import annotations
@@ -19,36 +20,32 @@ import threading
 import time
 from collections.abc import Callable
 
-from mirrord import acls, admin, checkpoints, heartbeats, topic_configs
+from mirrord import acls, admin, checkpoints, heartbeats, modes, topic_configs
 from mirrord.config import Settings, fixed_changes
 from mirrord.errors import ConfigError, MirrordError
+from mirrord.flow import Flow
 from mirrord.health import ClusterWatch
-from mirrord.leader import Leadership, leader_topic
+from mirrord.leader import Election
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
 from mirrord.offsets import deleted_before_read, parse_source_offsets
-from mirrord.pipeline import (
-    Flow,
-    Pipeline,
-    TargetTopics,
+from mirrord.pipeline import check_transforms
+from mirrord.positions import Positions
+from mirrord.query import Query, TargetTopics
+from mirrord.scheduler import Job, Scheduler
+from mirrord.spark import (
     add_progress_listener,
-    check_transforms,
-    checkpoint_offsets,
-    failure,
-    has_checkpoint,
+    default_parallelism,
     jvm_totals,
     one_line,
     spark_session,
     spark_version,
-    starting_offsets,
-    stop_between_batches,
     wait_jvm_exit,
 )
-from mirrord.positions import Positions
-from mirrord.scheduler import Job, Scheduler
 
 log = logging.getLogger("mirrord")
 STATUS_EVERY = 10.0
+ACKS_EVERY = 1.0  # the target's acknowledgements become the group's offsets within this
 LAG_EVERY = 5.0
 STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 RESTART_BACKOFF = 5.0
@@ -69,16 +66,16 @@ class Daemon:
         self._seen_configs = topic_configs.SeenConfigs(self.settings.state_dir / "topic-configs.json")
         self._stop = threading.Event()
         self._reload = threading.Event()
-        self._trigger_since: float | None = None
+        self._requery = ""  # why the query must restart (its mode no longer fits), set by the topics job
         self._stall_reported = False
         self._next_ping = 0.0
         self._ready_sent = False
-        self.leadership: Leadership | None = None
-        self._standby_since = 0.0
         self._started = False
         self._retry_at = 0.0
         self._start_failures = 0
-        self.query = None
+        self._rate = 0.0
+        self.mode: modes.Mode | None = None
+        self.query: Query | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def _take_signals(self) -> None:
@@ -93,21 +90,23 @@ class Daemon:
         self._enter_work_dir()
         self.source = admin.Cluster("source", self.flow.source_admin)
         self.target = admin.Cluster("target", self.flow.target_admin)
-        self.positions = Positions(self.source, s.group_id, self.metrics)
+        self.election = Election(s, self.target, self._stop)
+        self.positions = Positions(self.source, s.group_id, self.metrics, self.election.active)
         self.translation = checkpoints.GroupTranslation(self.source, self.target, self.flow.offset_syncs_topic,
                                                         checkpoints.checkpoints_topic(s.source_alias))
         self.clusters = ClusterWatch([self.source, self.target], self.metrics, self._stop)
         self.clusters.start()
-        log.info("starting Spark (%s)", s.spark_master)
-        self.spark = spark_session(s)
+        self.master = s.spark_master or f"local[{self._local_slots()}]"
+        log.info("starting Spark (%s)", self.master)
+        self.spark = spark_session(s, self.master)
         self._take_signals()  # again: pyspark's SparkContext makes SIGINT cancel every job and raise
         check_transforms(self.spark, self.flow)
         add_progress_listener(self.spark, self._on_progress)
-        threading.Thread(target=self._lag_loop, name="lag", daemon=True).start()
+        threading.Thread(target=self._acks_loop, name="acks", daemon=True).start()
         jobs = Scheduler(self._stop, self.metrics)
 
         def up() -> bool:  # the side jobs run on the flow's active host only, while both clusters answer
-            return self.clusters.all_up() and self._active()
+            return self.clusters.all_up() and self.election.active()
         jobs.start(Job("topics", lambda: TOPICS_EVERY, lambda: self._target_topics(self._mirrored_topics()),
                        lambda: up() and self.query is not None))
         jobs.start(Job("configs", lambda: self.settings.sync_topic_configs_interval,
@@ -127,6 +126,23 @@ class Daemon:
                        lambda: up() and self.settings.emit_checkpoints and self.translation.ready))
         return self._supervise()
 
+    def _local_slots(self) -> int:
+        """mirrord's own `local[N]`: sized from the source's partitions for real-time mode (when the source
+        answers now), else num.streams."""
+        s = self.settings
+        if s.trigger == modes.MICRO_BATCH:
+            return s.num_streams
+        try:
+            partitions = sum(self.source.partitions(self.flow.pattern).values())
+        except Exception as exc:  # noqa: BLE001 - an unreachable source: real-time mode waits for a restart
+            log.warning("cannot count the source's partitions (%s): Spark gets local[%d]", one_line(str(exc)),
+                        s.num_streams)
+            return s.num_streams
+        return modes.local_slots(partitions, s.num_streams)
+
+    def _slots(self) -> int:
+        return modes.master_slots(self.master, os.cpu_count() or 1) or default_parallelism(self.spark)
+
     def _enter_work_dir(self) -> None:
         """Spark 4.0 writes `artifacts/` into the working directory (SPARK-52396): make that the state
         dir, and clear what a killed predecessor left there."""
@@ -137,41 +153,30 @@ class Daemon:
 
     def _start_query(self) -> None:
         self.translation.prepare()
-        pipeline = Pipeline(self.spark, self.flow)
         self.topics = TargetTopics(self.flow, self.source, self.target,
                                    lambda topic: self.metrics.config_refused.labels(self.settings.flow, topic).inc())
-        self._target_topics(self.source.partitions(self.flow.pattern))
-        self._drop_superseded_checkpoint()
-        if has_checkpoint(self.settings):
-            starting = "earliest"  # ignored by Spark: the checkpoint decides
-        else:
-            starting = starting_offsets(self.flow, self.source)
-            if starting.startswith("{"):
-                resume = {tp: o for tp, o in parse_source_offsets(starting).items() if o >= 0}
-                held = self.source.log_start_offsets(resume)
-                self.positions.report_deleted(deleted_before_read(resume, held, {}, held))
-        self.positions.seed(self._mirrored_topics())
-        self.query = pipeline.start(starting)
+        topics = self._mirrored_topics()
+        self._target_topics(topics)
+        mode = modes.choose(self.settings.trigger, sum(topics.values()), self._slots())
+        if mode != self.mode:
+            log.info("%s mode: %s", mode.name, mode.reason)
+            self.mode = mode
+            for name in (modes.REAL_TIME, modes.MICRO_BATCH):
+                self.metrics.mode.labels(self.settings.flow, name).set(1 if name == mode.name else 0)
+        self.positions.seed(topics)
+        query = Query(self.spark, self.flow, mode, self.positions)
+        starting = query.start(self.source, topics)
+        if starting.startswith("{"):  # resumed from offsets: those below the log start were deleted unread
+            resumed = {tp: o for tp, o in parse_source_offsets(starting).items() if o >= 0}
+            held = self.source.log_start_offsets(resumed)
+            self.positions.report_deleted(deleted_before_read(resumed, held, {}, held))
+        self.query = query
         self.metrics.up.labels(self.settings.flow).set(1)
 
-    def _drop_superseded_checkpoint(self) -> None:
-        """A host taking over resumes from the source group's offsets, which the previous active host
-        committed after each batch: a checkpoint of this host's that another host has mirrored past
-        would copy those records again, so it goes."""
-        if not (self.settings.leader_election and has_checkpoint(self.settings)):
-            return
-        mine = checkpoint_offsets(self.settings)
-        committed = self.source.committed(self.settings.group_id, self._mirrored_topics())
-        ahead = {tp: o for tp, o in committed.items() if o > mine.get(tp, -1)}
-        if ahead:
-            log.info("another host mirrored this flow past this host's checkpoint (%d partitions ahead): "
-                     "resuming from group %s's offsets", len(ahead), self.settings.group_id)
-            shutil.rmtree(self.settings.checkpoint_dir)
-
     def _stop_query(self, grace: float = STOP_GRACE) -> None:
-        """Stop the query once the batch in flight has committed (up to `grace`), so a restart copies
-        nothing twice; while a cluster is away a batch may wait for it indefinitely, so it is cut at
-        once (the checkpoint replays it: at least once)."""
+        """Stop the query without copying anything twice when its batch (micro-batch) or its buffered records
+        (real-time) are acknowledged within `grace`; while a cluster is away that may never happen, so it
+        is cut at once (the records in flight are copied again: at least once)."""
         query, self.query = self.query, None
         if query is None:
             return
@@ -182,25 +187,23 @@ class Daemon:
 
         def stop() -> None:
             try:
-                outcome["between"] = stop_between_batches(self.spark, query, grace)
+                outcome["clean"] = query.stop(grace)
             except Exception as exc:  # noqa: BLE001 - JVM already gone: nothing to finish; the checkpoint replays
                 outcome["error"] = exc
 
         stopper = threading.Thread(target=stop, name="stop-query", daemon=True)
         stopper.start()
         while stopper.is_alive():
-            self._ping_watchdog()  # waiting for a batch to commit is not a stall
+            self._ping_watchdog()  # waiting for the target's acknowledgements is not a stall
             stopper.join(0.2)
-        if self.clusters.is_up("source"):  # the last batch's progress event may never be delivered now
-            self.positions.commit(checkpoint_offsets(self.settings))
         if "error" in outcome:
             log.warning("streaming query did not stop cleanly: %s", one_line(str(outcome["error"])))
-        elif outcome.get("between"):
-            log.info("streaming query stopped between batches")
+        elif outcome.get("clean"):
+            log.info("streaming query stopped; every record it sent was acknowledged")
         else:
-            log.warning("streaming query stopped in the middle of a batch (%s): that batch is copied "
-                        "again at the next start", "a cluster is unreachable" if grace == 0 else
-                        f"it did not finish within {grace:.0f}s")
+            log.warning("streaming query stopped with records unacknowledged (%s): they are copied again at the "
+                        "next start", "a cluster is unreachable" if grace == 0 else
+                        f"not acknowledged within {grace:.0f}s")
 
     def _supervise(self) -> int:
         next_status = 0.0
@@ -210,6 +213,10 @@ class Daemon:
             if self._reload.is_set():
                 self._reload.clear()
                 self._do_reload()
+            if self._requery and self.query is not None:
+                log.info("restarting the streaming query: %s", self._requery)
+                self._stop_query()
+            self._requery = ""
             now = time.monotonic()
             if self.query is None:
                 self._try_start(now)
@@ -217,7 +224,7 @@ class Daemon:
                 self._check_query(now)
             healthy = self._healthy(now)
             mirroring = healthy and self.query is not None and self.clusters.all_up()
-            self.metrics.active.labels(self.settings.flow).set(1 if self._active() else 0)
+            self.metrics.active.labels(self.settings.flow).set(1 if self.election.active() else 0)
             self.metrics.up.labels(self.settings.flow).set(1 if mirroring else 0)
             if healthy:
                 self._ping_watchdog()
@@ -261,36 +268,25 @@ class Daemon:
             self._started = True
             s = self.settings
             log.info("mirroring %s -> %s, topics matching %r%s, %s", self.source.bootstrap, self.target.bootstrap,
-                     s.whitelist, f" but not {s.topics_exclude!r}" if s.topics_exclude else "", s.spark_master)
+                     s.whitelist, f" but not {s.topics_exclude!r}" if s.topics_exclude else "", self.master)
             for t in s.transforms:
                 log.info("transform %s on topics matching %r", t.name, t.topics)
         if not self._ready_sent:
             self._send_ready()
 
-    def _active(self) -> bool:
-        return self.leadership is None or self.leadership.is_active()
-
     def _elected(self) -> bool:
         """Whether this host may mirror: leader election off, or this host won it. A standby is READY,
         and says so in STATUS and `mirrord_active`."""
-        s = self.settings
-        if not s.leader_election:
-            return True
-        if self.leadership is None:
-            try:
-                admin.ensure_internal_topic(self.target, leader_topic(s.group_id), "leader election")
-            except MirrordError as exc:
-                log.warning("%s; retrying in %.0fs", exc, RESTART_BACKOFF)
-                self._retry_at = time.monotonic() + RESTART_BACKOFF
-                return False
-            self.leadership = Leadership(self.flow.target_admin, s.group_id,
-                                         s.leader_session_timeout_ms, self._stop)
-            self.leadership.start()
-            self._standby_since = time.monotonic()
-        if self.leadership.is_active():
-            return True
-        if not self._ready_sent and time.monotonic() - self._standby_since > STANDBY_AFTER:
-            log.info("standing by: another host mirrors flow %s (group %s)", s.flow, self.leadership.group)
+        try:
+            if self.election.elected(self.flow.target_admin):
+                return True
+        except MirrordError as exc:
+            log.warning("%s; retrying in %.0fs", exc, RESTART_BACKOFF)
+            self._retry_at = time.monotonic() + RESTART_BACKOFF
+            return False
+        if not self._ready_sent and time.monotonic() - self.election.joined_at > STANDBY_AFTER:
+            log.info("standing by: another host mirrors flow %s (group %s)", self.settings.flow,
+                     self.election.leadership.group)
             self._send_ready()
         return False
 
@@ -299,7 +295,7 @@ class Daemon:
         self.notifier.ready(self._status_line())
 
     def _check_query(self, now: float) -> None:
-        if not self._active():  # another host may be mirroring already: stop now, the checkpoint replays
+        if not self.election.active():  # another host may be mirroring already: stop now, the checkpoint replays
             log.warning("leadership lost: stopping the streaming query")
             self._stop_query(grace=0.0)
             return
@@ -329,38 +325,33 @@ class Daemon:
         if self.query is None:
             return None
         try:
-            return failure(self.query)
+            return self.query.failure()
         except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the watchdog decides
             log.debug("cannot ask the query how it is: %s", exc)
             return None
 
     def _healthy(self, now: float) -> bool:
-        """The JVM answers, and no batch has run longer than stall.timeout.ms while both clusters
-        answered: a batch waiting for an unreachable cluster is not stuck."""
+        """The JVM answers, and no batch is overdue by stall.timeout.ms while both clusters answered: a
+        batch waiting for an unreachable cluster is not stuck."""
         try:
-            status = self.query.status if self.query is not None else None
-            if status is None:
+            if self.query is None:
                 self.spark._jvm.java.lang.System.nanoTime()  # JVM alive, between queries
                 return True
+            running = min(self.query.running_for(now), self.clusters.up_for())
         except Exception as exc:  # noqa: BLE001 - a dead JVM raises py4j errors of several kinds
             log.warning("Spark does not answer: %s", one_line(str(exc)))
             return False
-        if status.get("isTriggerActive"):
-            self._trigger_since = self._trigger_since or now
-        else:
-            self._trigger_since = None
-        running = 0.0 if self._trigger_since is None else min(now - self._trigger_since, self.clusters.up_for())
         stalled = running > self.settings.stall_timeout_ms / 1e3
         if stalled and not self._stall_reported:
-            log.warning("batch running for %.0fs while both clusters answer (stall.timeout.ms=%d): withholding "
+            log.warning("batch overdue by %.0fs while both clusters answer (stall.timeout.ms=%d): withholding "
                         "the watchdog", running, self.settings.stall_timeout_ms)
         self._stall_reported = stalled
         return not stalled
 
     def _do_reload(self) -> None:
         """Apply a changed configuration without copying anything twice: the query is restarted only
-        when its definition changed, and then between batches. What cannot change while running (the
-        flow's identity, its state, its clusters) is refused and the running configuration goes on."""
+        when its definition changed. What cannot change while running (the flow's identity, its state,
+        its clusters) is refused and the running configuration goes on."""
         self.notifier.reloading()
         try:
             settings = self.load_settings()
@@ -381,6 +372,7 @@ class Daemon:
         if restart:
             self._stop_query()
         self.settings, self.flow = settings, flow
+        self.election.settings = settings
         if restart:
             self._retry_at = 0.0
             self._try_start(time.monotonic())
@@ -389,10 +381,10 @@ class Daemon:
 
     def _shutdown(self) -> int:
         self.notifier.stopping()
-        log.info("stopping: finishing the current batch")
+        log.info("stopping: %s", "finishing the current batch" if self.mode is None or not self.mode.real_time
+                 else "waiting for the target to acknowledge what was sent")
         self._stop_query()
-        if self.leadership is not None:
-            self.leadership.close()
+        self.election.close()
         try:
             self.spark.stop()
         except Exception as exc:  # noqa: BLE001 - the JVM may already be gone; nothing left to save
@@ -401,21 +393,28 @@ class Daemon:
         log.info("stopped after mirroring %d records in %d batches", self.positions.mirrored, self.positions.batches)
         return 0
 
-    # -- batches (Spark callback thread) ---------------------------------------------------
+    # -- topics and batches ----------------------------------------------------------------
     def _target_topics(self, topics: dict[str, int]) -> int:
         """Every source topic has its copy in the target; and the source's log start offsets, kept a
-        minute, so each batch can tell what was deleted before it could read it."""
+        minute, so each batch can tell what was deleted before it could read it. A real-time query whose
+        partitions outgrew the task slots restarts (in micro-batch mode)."""
         self.topics.ensure(topics)
         self.positions.note_log_starts(self.source.log_start_offsets((t, p) for t, n in topics.items()
                                                                      for p in range(n)))
+        query = self.query
+        if query is not None and query.mode.real_time:
+            wanted = modes.choose(self.settings.trigger, sum(topics.values()), self._slots())
+            if not wanted.real_time:
+                self._requery = wanted.reason
         return 0
 
     def _on_progress(self, progress) -> None:
         """After each batch Spark committed (its listener thread), for the query that runs now."""
         try:
             query = self.query
-            if query is None or str(progress.runId) != str(query.runId) or not progress.sources:
+            if query is None or str(progress.runId) != query.run_id or not progress.sources:
                 return
+            query.progressed()
             self.positions.on_progress(progress)
         except Exception as exc:  # noqa: BLE001 - a listener error must not stop Spark's event bus
             self.metrics.error("progress")
@@ -438,49 +437,57 @@ class Daemon:
         self.metrics.last_checkpoint.labels(s.flow).set(time.time())
         return 0
 
-    # -- lag and status --------------------------------------------------------------------
-    def _lag_loop(self) -> None:
-        """Lag, and the interceptors' counts, every few seconds."""
-        while not self._stop.wait(LAG_EVERY):
+    # -- acknowledgements, lag and status --------------------------------------------------
+    def _acks_loop(self) -> None:
+        """Every second, the interceptors' counts and acknowledged positions (committed to the source group);
+        every few seconds, the lag behind the source's end."""
+        next_lag = 0.0
+        last = (time.monotonic(), 0)
+        while not self._stop.wait(ACKS_EVERY):
             if not self.clusters.is_up("source"):
                 continue  # the last values stay, and the outage has its own metric
+            records = self._read_jvm_totals()
+            now = time.monotonic()
+            if records is not None:
+                self._rate = max(0.0, (records - last[1]) / max(now - last[0], 1e-3))
+                last = (now, records)
+            if now < next_lag:
+                continue
+            next_lag = now + LAG_EVERY
             try:
                 self.positions.update_lag(self._mirrored_topics())
             except Exception as exc:  # noqa: BLE001 - source unreachable: keep the last values
                 self.metrics.error("lag")
                 log.debug("lag check failed: %s", exc)
-                continue
-            self._read_jvm_totals()
 
-    def _read_jvm_totals(self) -> None:
-        """Records, bytes and latency as the interceptors counted them (per target topic, reported
-        under the source topic's name, as lag is)."""
+    def _read_jvm_totals(self) -> int | None:
+        """Records, bytes and latency as the interceptors counted them (per target topic, reported under the
+        source topic's name, as lag is), and their acknowledged positions; the records acknowledged in all."""
         try:
             totals = jvm_totals(self.spark)
         except Exception as exc:  # noqa: BLE001 - the JVM is restarting or gone: the supervisor sees it
             log.debug("cannot read the interceptors' counts: %s", exc)
-            return
+            return None
         prefix = self.flow.policy.target_prefix
-        self.metrics.set_totals({t.removeprefix(prefix): v for t, v in totals.get("topics", {}).items()},
-                                totals.get("latency", {}))
+        topics = totals.get("topics", {})
+        self.metrics.set_totals({t.removeprefix(prefix): v for t, v in topics.items()}, totals.get("latency", {}))
         self.metrics.set_filtered(totals.get("filtered", {}))
+        records = sum(int(t.get("records", 0)) for t in topics.values())
+        if self.query is not None:  # between queries (a stop commits its own) and on a standby: nothing new
+            self.positions.on_acked(totals.get("positions", {}), records)
+        return records
 
     def _status_line(self) -> str:
-        rate = 0.0
-        if self.query is not None:
-            try:
-                progress = self.query.lastProgress or {}
-                rate = float(progress.get("processedRowsPerSecond") or 0.0)
-            except Exception:  # noqa: BLE001 - status is informational
-                rate = 0.0
         p = self.positions
         lag = "?" if p.lag is None else p.lag
         topics = "?" if p.topics is None else p.topics
         lost = f", {p.lost} records lost (deleted before read)" if p.lost else ""
-        line = f"{p.mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{lost}"
+        mode = f", {self.mode.name} mode" if self.mode is not None else ""
+        line = (f"{p.mirrored} records mirrored, {self._rate:.0f} records/s, lag {lag} records, {topics} topics"
+                f"{mode}{lost}")
         away = self.clusters.away()
         if away:
             return f"waiting: {'; '.join(away)}; {line}"
-        if not self._active():
+        if not self.election.active():
             return f"standby: another host mirrors flow {self.settings.flow}; {line}"
         return line

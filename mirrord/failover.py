@@ -18,8 +18,8 @@ from mirrord.admin import TP, Cluster, OffsetSyncsReader
 from mirrord.checkpoints import group_checkpoints
 from mirrord.config import Settings
 from mirrord.errors import MirrordError
+from mirrord.flow import offset_syncs_topic
 from mirrord.offsets import OffsetSyncStore
-from mirrord.pipeline import offset_syncs_topic
 from mirrord.policy import make_policy, subscribe_pattern
 
 EX_TEMPFAIL = 75

@@ -15,9 +15,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaException
+
+from mirrord import admin
 
 log = logging.getLogger(__name__)
 
@@ -86,3 +89,34 @@ class Leadership:
             self._consumer.close()
         except (KafkaException, RuntimeError) as exc:
             log.debug("leaving group %s: %s", self.group, exc)
+
+
+class Election:
+    """This host's part in the flow's election (leader.election.enabled): joins it on first use, then says
+    whether this host may mirror. Off, every host may."""
+
+    def __init__(self, settings, target, stop: threading.Event):
+        self.settings = settings  # the flow's Settings
+        self.target = target  # admin.Cluster of the target, where the election lives
+        self._stop = stop
+        self.leadership: Leadership | None = None
+        self.joined_at = 0.0
+
+    def active(self) -> bool:
+        return self.leadership is None or self.leadership.is_active()
+
+    def elected(self, admin_settings: Mapping[str, str]) -> bool:
+        """Whether this host may mirror now; raises MirrordError while the election's topic cannot be made."""
+        s = self.settings
+        if not s.leader_election:
+            return True
+        if self.leadership is None:
+            admin.ensure_internal_topic(self.target, leader_topic(s.group_id), "leader election")
+            self.leadership = Leadership(admin_settings, s.group_id, s.leader_session_timeout_ms, self._stop)
+            self.leadership.start()
+            self.joined_at = time.monotonic()
+        return self.leadership.is_active()
+
+    def close(self) -> None:
+        if self.leadership is not None:
+            self.leadership.close()

@@ -107,6 +107,8 @@ class Metrics:
                             ["flow"], registry=r)
         self.up = Gauge("mirrord_up", "1 while mirroring: the streaming query runs, is healthy and both clusters "
                         "answer", ["flow"], registry=r)
+        self.mode = Gauge("mirrord_mode", "1 for the trigger mode the streaming query runs in (real-time or "
+                          "micro-batch), 0 for the other", ["flow", "mode"], registry=r)
         self.build = Gauge("mirrord_build_info", "Build information", ["version", "spark_version"], registry=r)
         self.build.labels(__version__, spark_version).set(1)
         self.up.labels(flow).set(0)

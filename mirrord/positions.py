@@ -2,10 +2,13 @@
 consumer group on the source, the lag behind the source's end, and records deleted before mirrord
 could read them.
 
-Spark's checkpoint is the truth of where the query resumes; these positions are what operators see
-(`kafka-consumer-groups`, `mirrord_partition_lag`, STATUS) and what a host taking over resumes from.
-They move after each batch Spark committed (its progress event), which holds the batch's planned
-source offsets.
+The positions follow the target's acknowledgements: mirrord's interceptor counts, per source
+partition, the offset after the last record the target acknowledged with every record before it, and
+the daemon brings those here every second (`on_acked`), in either trigger mode. At each batch's end
+Spark's progress event moves them past what no record stands for (transaction markers, records a
+transform dropped, records deleted before they were read). Every move is committed to the consumer
+group on the source, which a host taking over, or a restart after a stop, resumes from (resume.py);
+only while this host may (`may_commit`: the flow's active host).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 
 from mirrord.admin import TP, Cluster
@@ -25,12 +29,14 @@ LOG_STARTS_KEPT = 60  # readings of the source's log start offsets, one a second
 
 
 class Positions:
-    def __init__(self, source: Cluster, group_id: str, metrics: Metrics):
+    def __init__(self, source: Cluster, group_id: str, metrics: Metrics, may_commit: Callable[[], bool] = lambda: True):
         self.source = source
         self.group_id = group_id
         self.metrics = metrics
+        self.may_commit = may_commit
         self.flow = metrics.flow
         self._positions: dict[TP, int] = {}  # next source offset to mirror, per partition
+        self._batch_ends: dict[TP, int] = {}  # the last batch's end offsets, as Spark's progress said
         self._log_starts: list[tuple[float, dict[TP, int]]] = []  # (time, the source's log starts)
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
@@ -59,10 +65,11 @@ class Positions:
             del self._log_starts[:-LOG_STARTS_KEPT]
 
     def commit(self, positions: dict[TP, int], forward_only: bool = True) -> None:
-        """Set the mirrored positions and commit them to the consumer's group on the source. What a batch
-        wrote is the truth, even backwards (a topic recreated on the source); a batch's end only moves
-        positions forward (past transaction markers and deleted records)."""
+        """Set the mirrored positions and commit them to the consumer's group on the source: forward only,
+        unless the source itself went back (a topic recreated there)."""
         with self._commit_lock:
+            if not self.may_commit():  # another host mirrors the flow: its commits are the group's truth
+                return
             with self._lock:
                 moved = {tp: o for tp, o in positions.items()
                          if o > self._positions.get(tp, 0) or (not forward_only and o != self._positions.get(tp))}
@@ -75,6 +82,14 @@ class Positions:
                 self.metrics.error("commit")
                 log.warning("cannot commit mirrored offsets to group %s: %s", self.group_id, exc)
 
+    def on_acked(self, acked: dict[str, dict[str, int]], records: int) -> None:
+        """The interceptors' acknowledged positions (source topic → partition → next offset): forward only,
+        as several producers' acknowledgements meet here; and the records the target acknowledged so far."""
+        with self._lock:
+            self.mirrored = max(self.mirrored, records)
+        self.commit({(topic, int(p)): int(o) for topic, parts in acked.items() for p, o in parts.items()
+                     if int(o) >= 0})
+
     def on_progress(self, progress) -> None:
         """After each batch Spark committed: records deleted before they were read are reported, and the
         mirrored positions (lag, the group's offsets on the source) move to the batch's end, past
@@ -85,11 +100,15 @@ class Positions:
         with self._lock:
             before = [starts for taken, starts in self._log_starts if taken < began]
             if progress.numInputRows:
-                self.mirrored += progress.numInputRows
                 self.batches += 1
         if before:  # what lay below the log start before the batch began was never there to read
             self.report_deleted(deleted_before_read(start, end, {}, before[-1]))
-        self.commit(end, forward_only=False)
+        with self._lock:  # a batch that began below the last one's end read a topic recreated on the source
+            rewound = {tp: o for tp, o in end.items() if start.get(tp, o) < self._batch_ends.get(tp, -1)}
+            self._batch_ends.update(end)
+        self.commit({tp: o for tp, o in end.items() if tp not in rewound})
+        if rewound:
+            self.commit(rewound, forward_only=False)
         if progress.numInputRows:
             duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
             self.metrics.batch_duration.labels(self.flow).observe(duration)

@@ -38,6 +38,7 @@ def write_flow(directory: Path, source: str, target: str, whitelist: str, *, gro
         "whitelist": whitelist,
         "num.streams": "2",
         "offset.commit.interval.ms": "500",
+        "checkpoint.interval.ms": "5000",
         "state.dir": str(directory / "state"),
         "metrics.listen": f"127.0.0.1:{free_port()}" if metrics else "",
         **(conf or {}),

@@ -22,7 +22,7 @@ def conf_dir(tmp_path: Path) -> Path:
 
 def test_file_values_and_defaults(conf_dir):
     s = load(conf_dir / "mirrord.conf", environ={})
-    assert (s.whitelist, s.num_streams, s.spark_master) == ("prd-.*", 3, "local[3]")
+    assert (s.whitelist, s.num_streams, s.spark_master) == ("prd-.*", 3, "")
     assert s.consumer.properties["bootstrap.servers"] == "src:9092"
     assert s.group_id == "mm-consumer"
     assert s.state_dir == Path("/srv/state/default")
@@ -101,7 +101,7 @@ def test_a_reload_may_not_change_the_flows_identity_state_or_clusters(tmp_path):
 
     running = settings()
     assert fixed_changes(running, settings("groups = u.*\n")) == []
-    assert fixed_changes(running, settings("num.streams = 3\n")) == ["spark.master"]
+    assert fixed_changes(running, settings("num.streams = 3\n")) == ["num.streams"]
     assert fixed_changes(running, settings("flow = other\nstate.dir = /srv\n")) == ["flow", "state.dir"]
     assert fixed_changes(running, settings(group="h", source="s2:9092", target="t2:9092")) == [
         "group.id (consumer.properties)", "bootstrap.servers (consumer.properties)",

@@ -12,9 +12,10 @@ import pytest
 from mirrord import redact as redaction
 from mirrord.cli import RedactingFormatter
 from mirrord.config import ClientConfig, Settings
-from mirrord.pipeline import Flow, spark_conf
+from mirrord.flow import Flow
 from mirrord.policy import make_policy
 from mirrord.redact import HIDDEN, redact
+from mirrord.spark import spark_conf
 from mirrord.translate import JaasLogin, SourceOptions, sink_options
 
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="mirror" password="Pa55-w0rd";'

@@ -86,16 +86,35 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         Object prefix = configs.get(SOURCE_TOPIC_PREFIX);
         sourceTopicPrefix = prefix == null ? "" : prefix.toString();
         Object topic = configs.get(SYNCS_TOPIC);
-        if (topic == null || topic.toString().isEmpty()) {
-            return;
+        if (topic != null && !topic.toString().isEmpty()) {
+            long lagMax = longSetting(configs, OFFSET_LAG_MAX, OFFSET_LAG_MAX_DEFAULT, 0);
+            long flushMs = longSetting(configs, SYNCS_FLUSH_MS, SYNCS_FLUSH_MS_DEFAULT, 1);
+            writer = new OffsetSyncWriter(syncProducers.apply(syncProducerConfig(configs)), topic.toString(), lagMax,
+                    flushMs, stats, background);
         }
-        long lagMax = longSetting(configs, OFFSET_LAG_MAX, OFFSET_LAG_MAX_DEFAULT, 0);
-        long flushMs = longSetting(configs, SYNCS_FLUSH_MS, SYNCS_FLUSH_MS_DEFAULT, 1);
-        writer = new OffsetSyncWriter(syncProducers.apply(syncProducerConfig(configs)), topic.toString(), lagMax,
-                flushMs, stats, background);
         synchronized (LIVE) {
             LIVE.put(this, Boolean.TRUE);
         }
+    }
+
+    /**
+     * Records sent by every live interceptor in this JVM and not yet acknowledged or failed: after a query
+     * stopped, its producers still deliver what they buffered, and the positions are final once this is 0.
+     */
+    public static long inFlight() {
+        List<MirrorInterceptor> live;
+        synchronized (LIVE) {
+            live = new ArrayList<>(LIVE.keySet());
+        }
+        long total = 0;
+        for (MirrorInterceptor interceptor : live) {
+            for (Pairing[] partitions : interceptor.pairings.values()) {
+                for (Pairing pairing : partitions) {
+                    total += pairing == null ? 0 : pairing.inFlight();
+                }
+            }
+        }
+        return total;
     }
 
     /**
@@ -110,8 +129,10 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         long deadline = System.nanoTime() + timeout.toNanos();
         boolean flushed = true;
         for (MirrorInterceptor interceptor : live) {
-            Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
-            flushed &= interceptor.writer.flush(left);  // with no time left, still emits the delayed syncs
+            if (interceptor.writer != null) {
+                Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+                flushed &= interceptor.writer.flush(left);  // with no time left, still emits the delayed syncs
+            }
         }
         return flushed;
     }
@@ -159,9 +180,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         if (record.partition() != null) {
             Pairing pairing = pairing(record.topic(), record.partition());
             pairing.counts.bytes.add(bytes);
-            if (writer != null) {
-                pairing.sent(source.sourceOffset());
-            }
+            pairing.sent(source.sourceOffset());
         } else {
             stats.addBytes(record.topic(), bytes);
             if (writer != null && unpartitioned.admit() >= 0) {
@@ -187,7 +206,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
                 stats.observeLatencyMs(System.currentTimeMillis() - metadata.timestamp());
             }
         }
-        if (writer != null && pairing != null) {
+        if (pairing != null) {
             pairing.acknowledged(metadata, exception, writer);
         }
     }
@@ -225,7 +244,8 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         }
         Pairing[] grown = Arrays.copyOf(partitions, Math.max(partitions.length, partition + 1));
         TopicPartition source = new TopicPartition(sourceTopic(topic), partition);
-        grown[partition] = new Pairing(source, stats.topic(topic), writer == null ? null : writer.state(source));
+        grown[partition] = new Pairing(source, stats.topic(topic), stats.position(source.topic(), partition),
+                writer == null ? null : writer.state(source));
         pairings.put(topic, grown);  // a new array each time: readers never see one being filled
         return grown[partition];
     }
@@ -235,20 +255,30 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         return targetTopic.startsWith(sourceTopicPrefix) ? targetTopic.substring(sourceTopicPrefix.length()) : targetTopic;
     }
 
-    /** The source offsets of one target partition's records in flight, in send order, and its counters. */
+    /**
+     * The source offsets of one target partition's records in flight, in send order, its counters, and the
+     * acknowledged position of its source partition.
+     */
     private static final class Pairing {
         final Stats.Topic counts;
         private final TopicPartition source;
+        private final Stats.Position position;
         private final OffsetSyncWriter.PartitionState state;  // null: no offset syncs
         private long[] inFlight = new long[64];  // a ring: head is the oldest
         private int head;
         private int size;
         private boolean broken;
 
-        Pairing(TopicPartition source, Stats.Topic counts, OffsetSyncWriter.PartitionState state) {
+        Pairing(TopicPartition source, Stats.Topic counts, Stats.Position position,
+                OffsetSyncWriter.PartitionState state) {
             this.source = source;
             this.counts = counts;
+            this.position = position;
             this.state = state;
+        }
+
+        synchronized int inFlight() {
+            return size;
         }
 
         synchronized void sent(long sourceOffset) {
@@ -273,11 +303,16 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
             size--;
             if (exception != null) {
                 broken = true;
-                writer.reset(state);
+                if (writer != null) {
+                    writer.reset(state);
+                }
             } else if (!broken) {
-                if (upstream >= 0 && metadata.hasOffset()) {
+                if (upstream >= 0) {
+                    position.advance(upstream + 1);
+                }
+                if (writer != null && upstream >= 0 && metadata.hasOffset()) {
                     writer.acked(state, upstream, metadata.offset());
-                } else {
+                } else if (writer != null) {
                     writer.reset(state);  // an offset unknown (acks=0, or no source offset): the run ends here
                 }
             }

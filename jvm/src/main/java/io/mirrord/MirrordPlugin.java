@@ -28,8 +28,13 @@ public final class MirrordPlugin implements SparkPlugin {
     private static final Stats TOTALS = new Stats();
     private static final Logger log = LoggerFactory.getLogger(MirrordPlugin.class);
 
-    /** Everything the executors have counted so far: {@link Stats#toJson()}. */
+    /**
+     * Everything the executors have counted so far: {@link Stats#toJson()}. The executor in this JVM (local
+     * mode) is drained first, so that positions acknowledged a moment ago are in (a query being stopped
+     * reads its final positions here).
+     */
     public static String totalsJson() {
+        TOTALS.add(Stats.EXECUTOR.drain());
         return TOTALS.toJson();
     }
 

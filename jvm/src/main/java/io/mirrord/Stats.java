@@ -7,6 +7,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -36,6 +37,7 @@ public final class Stats {
     private final LongAdder syncs = new LongAdder();
     private final LongAdder syncErrors = new LongAdder();
     private final Map<String, Map<String, LongAdder>> filtered = new ConcurrentHashMap<>();  // transform → topic
+    private final Map<String, Map<Integer, Position>> positions = new ConcurrentHashMap<>();  // source topic → partition
 
     public Stats() {
         for (int i = 0; i < BUCKETS; i++) {
@@ -63,6 +65,16 @@ public final class Stats {
 
     public void addSyncError() {
         syncErrors.increment();
+    }
+
+    /** The acknowledged position of a source partition, made on first use; the interceptor keeps the reference. */
+    Position position(String topic, int partition) {
+        Map<Integer, Position> partitions = positions.get(topic);
+        if (partitions == null) {
+            partitions = positions.computeIfAbsent(topic, t -> new ConcurrentHashMap<>());
+        }
+        Position position = partitions.get(partition);
+        return position != null ? position : partitions.computeIfAbsent(partition, p -> new Position());
     }
 
     /** A record of source {@code topic} dropped by {@code transform}'s filter or sample. */
@@ -101,6 +113,12 @@ public final class Stats {
                 delta.filtered.computeIfAbsent(transform, t -> new HashMap<>()).put(topic, n);
             }
         }));
+        positions.forEach((topic, partitions) -> partitions.forEach((partition, position) -> {
+            long next = position.takeNew();
+            if (next >= 0) {
+                delta.positions.computeIfAbsent(topic, t -> new HashMap<>()).put(partition, next);
+            }
+        }));
         return delta;
     }
 
@@ -118,12 +136,15 @@ public final class Stats {
         syncErrors.add(delta.syncErrors);
         delta.filtered.forEach((transform, topics) -> topics.forEach(
                 (topic, n) -> filteredCounter(transform, topic).add(n)));
+        delta.positions.forEach((topic, partitions) -> partitions.forEach(
+                (partition, next) -> position(topic, partition).advance(next)));
     }
 
     /**
      * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"filtered":{"transform":{"source topic":7}},
      * "latency":{"bounds":[0.005,...,3600],"counts":[16 counts, not cumulative, the last one above 3600 s],
-     * "sum":1.234},"syncs":5,"sync_errors":0}}.
+     * "sum":1.234},"syncs":5,"sync_errors":0,"positions":{"source topic":{"0":42}}}}, a position being the source
+     * offset after the last record of that partition the target acknowledged (with every record before it).
      */
     public String toJson() {
         StringBuilder json = new StringBuilder(256).append("{\"topics\":{");
@@ -158,9 +179,31 @@ public final class Stats {
         for (int i = 0; i < BUCKETS; i++) {
             json.append(i == 0 ? "" : ",").append(latencyCounts[i].sum());
         }
-        return json.append("],\"sum\":").append(String.format(Locale.ROOT, "%.3f", latencySumMs.sum() / 1000.0))
+        json.append("],\"sum\":").append(String.format(Locale.ROOT, "%.3f", latencySumMs.sum() / 1000.0))
                 .append("},\"syncs\":").append(syncs.sum())
-                .append(",\"sync_errors\":").append(syncErrors.sum()).append('}').toString();
+                .append(",\"sync_errors\":").append(syncErrors.sum());
+        json.append(",\"positions\":{");
+        separator = "";
+        for (Map.Entry<String, Map<Integer, Position>> t : new TreeMap<>(positions).entrySet()) {
+            String inner = ":{";
+            for (Map.Entry<Integer, Position> e : new TreeMap<>(t.getValue()).entrySet()) {
+                long next = e.getValue().get();
+                if (next < 0) {
+                    continue;  // nothing acknowledged yet
+                }
+                if (inner.equals(":{")) {
+                    json.append(separator);
+                    appendString(json, t.getKey());
+                    separator = ",";
+                }
+                json.append(inner).append('"').append(e.getKey()).append("\":").append(next);
+                inner = ",";
+            }
+            if (!inner.equals(":{")) {
+                json.append('}');
+            }
+        }
+        return json.append("}}").toString();
     }
 
     /** Counts moved out of one {@link Stats} by {@link #drain()}, to be added to another. */
@@ -172,9 +215,11 @@ public final class Stats {
         long syncs;
         long syncErrors;
         final HashMap<String, HashMap<String, Long>> filtered = new HashMap<>();  // transform → topic → records
+        final HashMap<String, HashMap<Integer, Long>> positions = new HashMap<>();  // source topic → partition → next
 
         public boolean isEmpty() {
-            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || !filtered.isEmpty()) {
+            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || !filtered.isEmpty()
+                    || !positions.isEmpty()) {
                 return false;
             }
             for (long count : latencyCounts) {
@@ -190,6 +235,34 @@ public final class Stats {
     static final class Topic {
         final LongAdder records = new LongAdder();
         final LongAdder bytes = new LongAdder();
+    }
+
+    /**
+     * The source offset after the last record of one source partition the target acknowledged, every record
+     * sent before it acknowledged too (-1: none yet). It only moves forward; the highest value wins when
+     * executors' positions meet on the driver.
+     */
+    static final class Position {
+        private final AtomicLong next = new AtomicLong(-1);
+        private long shipped = -1;  // by drain(), which one thread calls at a time
+
+        void advance(long offset) {
+            next.accumulateAndGet(offset, Math::max);
+        }
+
+        long get() {
+            return next.get();
+        }
+
+        /** The position if it moved since the last call, else -1. */
+        synchronized long takeNew() {
+            long now = next.get();
+            if (now <= shipped) {
+                return -1;
+            }
+            shipped = now;
+            return now;
+        }
     }
 
     Topic topic(String name) {

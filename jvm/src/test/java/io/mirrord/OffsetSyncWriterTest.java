@@ -191,11 +191,11 @@ class OffsetSyncWriterTest {
         assertEquals(2, writer.sendQueued());
         manual.completeNext();
         manual.errorNext(new RuntimeException("not leader"));
-        assertTrue(stats.toJson().endsWith("\"syncs\":1,\"sync_errors\":1}"), stats.toJson());
+        assertTrue(stats.toJson().contains("\"syncs\":1,\"sync_errors\":1,"), stats.toJson());
         manual.sendException = new IllegalStateException("closed");
         writer.acked(ORDERS, 9, 2);
         writer.sendQueued();
-        assertTrue(stats.toJson().endsWith("\"syncs\":1,\"sync_errors\":2}"), stats.toJson());
+        assertTrue(stats.toJson().contains("\"syncs\":1,\"sync_errors\":2,"), stats.toJson());
     }
 
     @Test
@@ -243,7 +243,7 @@ class OffsetSyncWriterTest {
             assertFalse(flushed.isDone());
             manual.errorNext(new RuntimeException("not leader"));
             assertTrue(flushed.get(5, TimeUnit.SECONDS));
-            assertTrue(stats.toJson().endsWith("\"syncs\":1,\"sync_errors\":1}"), stats.toJson());
+            assertTrue(stats.toJson().contains("\"syncs\":1,\"sync_errors\":1,"), stats.toJson());
         } finally {
             writer.close(Duration.ofSeconds(5));
         }

@@ -26,7 +26,7 @@ class StatsTest {
     @Test
     void emptyStatsJson() {
         assertEquals("{\"topics\":{},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY
-                + ",\"sum\":0.000},\"syncs\":0,\"sync_errors\":0}", new Stats().toJson());
+                + ",\"sum\":0.000},\"syncs\":0,\"sync_errors\":0,\"positions\":{}}", new Stats().toJson());
     }
 
     @Test
@@ -42,7 +42,7 @@ class StatsTest {
         stats.addSyncError();
         assertEquals("{\"topics\":{\"a\":{\"records\":1,\"bytes\":2},\"b\":{\"records\":2,\"bytes\":40}},\"filtered\":{},"
                 + "\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY + ",\"sum\":0.000},"
-                + "\"syncs\":1,\"sync_errors\":2}", stats.toJson());
+                + "\"syncs\":1,\"sync_errors\":2,\"positions\":{}}", stats.toJson());
     }
 
     @Test
@@ -107,7 +107,7 @@ class StatsTest {
         totals.add(delta);
         totals.add(delta);
         assertEquals("{\"topics\":{\"t\":{\"records\":2,\"bytes\":20}},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS
-                + ",\"counts\":[0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.060},\"syncs\":2,\"sync_errors\":0}",
+                + ",\"counts\":[0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.060},\"syncs\":2,\"sync_errors\":0,\"positions\":{}}",
                 totals.toJson());
     }
 
