@@ -132,10 +132,12 @@ def main(argv: list[str] | None = None) -> int:
             return failover.run(load(), args.group, args.topic, args.apply)
         if args.check:
             from mirrord.flow import Flow
+            from mirrord.modes import check_line
             from mirrord.pipeline import check_transforms_alone
 
-            check_transforms_alone(Flow.from_settings(load()))
-            print("mirrord: configuration OK")
+            settings = load()
+            check_transforms_alone(Flow.from_settings(settings))
+            print(f"mirrord: configuration OK; {check_line(settings.trigger, len(settings.transforms))}")
             return 0
         from mirrord.daemon import Daemon
         from mirrord.notify import Notifier

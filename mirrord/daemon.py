@@ -158,20 +158,31 @@ class Daemon:
         topics = self._mirrored_topics()
         self._target_topics(topics)
         mode = modes.choose(self.settings.trigger, sum(topics.values()), self._slots())
-        if mode != self.mode:
-            log.info("%s mode: %s", mode.name, mode.reason)
-            self.mode = mode
-            for name in (modes.REAL_TIME, modes.MICRO_BATCH):
-                self.metrics.mode.labels(self.settings.flow, name).set(1 if name == mode.name else 0)
+        self._set_mode(mode)
         self.positions.seed(topics)
         query = Query(self.spark, self.flow, mode, self.positions)
-        starting = query.start(self.source, topics)
+        try:
+            starting = query.start(self.source, topics)
+        except Exception as exc:  # noqa: BLE001 - py4j wraps Spark's refusal
+            refusal = one_line(str(exc))
+            if not (mode.real_time and "STREAMING_REAL_TIME_MODE" in refusal):
+                raise
+            self._set_mode(modes.Mode(modes.MICRO_BATCH, f"Spark refused real-time mode: {refusal}"))
+            query = Query(self.spark, self.flow, self.mode, self.positions)
+            starting = query.start(self.source, topics)
         if starting.startswith("{"):  # resumed from offsets: those below the log start were deleted unread
             resumed = {tp: o for tp, o in parse_source_offsets(starting).items() if o >= 0}
             held = self.source.log_start_offsets(resumed)
             self.positions.report_deleted(deleted_before_read(resumed, held, {}, held))
         self.query = query
         self.metrics.up.labels(self.settings.flow).set(1)
+
+    def _set_mode(self, mode: modes.Mode) -> None:
+        if mode != self.mode:
+            log.info("%s mode: %s", mode.name, mode.reason)
+            self.mode = mode
+            for name in (modes.REAL_TIME, modes.MICRO_BATCH):
+                self.metrics.mode.labels(self.settings.flow, name).set(1 if name == mode.name else 0)
 
     def _stop_query(self, grace: float = STOP_GRACE) -> None:
         """Stop the query without copying anything twice when its batch (micro-batch) or its buffered records

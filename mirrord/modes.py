@@ -80,3 +80,16 @@ def choose(setting: str, partitions: int, slots: int, transforms_refused: str = 
     if setting == REAL_TIME:
         return Mode(MICRO_BATCH, f"trigger = real-time, but {why_not}")
     return Mode(MICRO_BATCH, why_not)
+
+
+def check_line(setting: str, transforms: int) -> str:
+    """What `mirrord --check` says of the trigger, in one line. Transforms are filters and projections (SQL
+    expressions in a WHERE and a SELECT), which real-time mode runs; it refuses only stateful operations
+    (aggregations, deduplication, stream-stream joins), which a transform cannot express."""
+    what = {AUTO: "auto: real-time mode where the task slots allow, micro-batch elsewhere",
+            REAL_TIME: "real-time: real-time mode, micro-batch where the task slots do not allow it",
+            MICRO_BATCH: "micro-batch: micro-batch mode"}[setting]
+    if transforms and setting != MICRO_BATCH:
+        sections = "the transform runs" if transforms == 1 else f"the {transforms} transforms run"
+        what += f"; {sections} in real-time mode (filters and projections)"
+    return f"trigger = {what}"

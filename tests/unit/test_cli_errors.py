@@ -108,7 +108,9 @@ def test_secrets_stay_out_of_error_messages(files):
 
 def test_check_accepts_a_valid_configuration(files):
     result = run(*mm1_flags(), "--check", cwd=files)
-    assert (result.returncode, result.stdout.strip()) == (0, "mirrord: configuration OK"), result.stderr
+    assert (result.returncode, result.stdout.strip()) == (
+        0, "mirrord: configuration OK; trigger = auto: real-time mode where the task slots allow, micro-batch "
+           "elsewhere"), result.stderr
 
 
 def test_invalid_security_setting_of_the_source_is_a_config_error(files):
@@ -147,7 +149,9 @@ def test_check_accepts_transforms_spark_can_run(files):
                           sample="0.1", value="regexp_replace(CAST(value AS STRING), 'a', 'b')",
                           **{"drop.headers": "(?i)authorization"})
     done = run("--config", conf, "--check", cwd=files, timeout=SPARK_START)
-    assert (done.returncode, done.stdout.strip(), done.stderr.strip()) == (0, "mirrord: configuration OK", "")
+    assert (done.returncode, done.stdout.strip(), done.stderr.strip()) == (
+        0, "mirrord: configuration OK; trigger = auto: real-time mode where the task slots allow, micro-batch "
+           "elsewhere; the transform runs in real-time mode (filters and projections)", "")
     assert sorted(p.name for p in files.iterdir()) == ["consumer.properties", "mirrord.conf", "producer.properties"]
 
 
