@@ -28,7 +28,6 @@ from mirrord.health import ClusterWatch
 from mirrord.leader import Election
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
-from mirrord.offsets import deleted_before_read, parse_source_offsets
 from mirrord.pipeline import check_transforms
 from mirrord.positions import Positions
 from mirrord.query import Query, TargetTopics
@@ -162,18 +161,15 @@ class Daemon:
         self.positions.seed(topics)
         query = Query(self.spark, self.flow, mode, self.positions)
         try:
-            starting = query.start(self.source, topics)
+            where = query.start(self.source, topics)
         except Exception as exc:  # noqa: BLE001 - py4j wraps Spark's refusal
             refusal = one_line(str(exc))
             if not (mode.real_time and "STREAMING_REAL_TIME_MODE" in refusal):
                 raise
             self._set_mode(modes.Mode(modes.MICRO_BATCH, f"Spark refused real-time mode: {refusal}"))
             query = Query(self.spark, self.flow, self.mode, self.positions)
-            starting = query.start(self.source, topics)
-        if starting.startswith("{"):  # resumed from offsets: those below the log start were deleted unread
-            resumed = {tp: o for tp, o in parse_source_offsets(starting).items() if o >= 0}
-            held = self.source.log_start_offsets(resumed)
-            self.positions.report_deleted(deleted_before_read(resumed, held, {}, held))
+            where = query.start(self.source, topics)
+        self.positions.report_deleted(where.lost)
         self.query = query
         self.metrics.up.labels(self.settings.flow).set(1)
 
@@ -316,6 +312,10 @@ class Daemon:
         kind, why = failed
         self.query = None
         self.metrics.error(kind)
+        if kind == "deleted":  # the next start resumes past them, and reports them lost
+            log.warning("the source deleted records before mirrord read them; restarting past them: %s", why)
+            self._retry_at = now
+            return
         if self.clusters.down_within(OUTAGE_MEMORY) or not self.clusters.all_up():
             log.warning("the streaming query stopped while a cluster was unreachable; it restarts from its "
                         "checkpoint when both answer: %s", why)

@@ -57,12 +57,12 @@ class Query:
         self._last_progress = 0.0
         self._trigger_since: float | None = None
 
-    def start(self, source: admin.Cluster, topics: dict[str, int]) -> str:
-        """Starts the query; returns its `startingOffsets` (resume.resume)."""
-        starting = resume.resume(self.flow.settings, self.flow.source_options.starting, source, topics)
-        self.handle = Pipeline(self.spark, self.flow).start(starting, self.mode)
+    def start(self, source: admin.Cluster, topics: dict[str, int]) -> resume.Resume:
+        """Starts the query; returns where it started (resume.resume)."""
+        where = resume.resume(self.flow.settings, self.flow.source_options.starting, source, topics)
+        self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode)
         self._last_progress = time.monotonic()
-        return starting
+        return where
 
     @property
     def run_id(self) -> str:

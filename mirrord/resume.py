@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from dataclasses import dataclass, field
 
 from mirrord import admin
 from mirrord.admin import TP
@@ -41,28 +42,45 @@ def checkpoint_offsets(settings: Settings) -> dict[tuple[str, int], int]:
         return {}
 
 
+@dataclass(frozen=True)
+class Resume:
+    """Where the next query starts (`startingOffsets`), and what the source deleted below that before it
+    could be read (per partition, [from, to))."""
+
+    starting: str
+    lost: dict[TP, tuple[int, int]] = field(default_factory=dict)
+
+
 def _spec(topics: dict[str, int], known: dict[TP, int], default: int) -> str:
     return json.dumps({t: {str(p): known.get((t, p), default) for p in range(n)} for t, n in topics.items()})
 
 
-def resume(settings: Settings, starting: str, source: admin.Cluster, topics: dict[str, int]) -> str:
-    """The `startingOffsets` of the next query: "earliest" where the checkpoint decides (Spark ignores the
-    option then); else, per partition, the furthest of the checkpoint's and the group's offsets, and
-    `starting` (auto.offset.reset) where neither has one. A checkpoint the group has passed is dropped:
-    the records between were acknowledged by the target, and would be copied twice."""
+def resume(settings: Settings, starting: str, source: admin.Cluster, topics: dict[str, int]) -> Resume:
+    """Where the next query starts: the checkpoint (Spark ignores `startingOffsets` then: "earliest"), or,
+    per partition, the furthest of the checkpoint's and the group's offsets, `starting` (auto.offset.reset)
+    where neither has one. A checkpoint the group has passed is dropped (the records between were
+    acknowledged by the target, and would be copied twice), and so is one pointing below the source's log
+    start: those records were deleted unread (reported in `lost`), and real-time mode's reader cannot
+    skip them itself."""
     mine = checkpoint_offsets(settings) if has_checkpoint(settings) else {}
     committed = source.committed(settings.group_id, topics) if topics else {}
-    ahead = {tp: o for tp, o in committed.items() if o > mine.get(tp, -1)}
+    known = {**mine, **{tp: o for tp, o in committed.items() if o > mine.get(tp, -1)}}
+    held = source.log_start_offsets(known) if known else {}
+    lost = {tp: (o, held[tp]) for tp, o in known.items() if tp in held and o < held[tp]}
     if has_checkpoint(settings):
-        if not ahead:
-            return "earliest"
-        log.info("group %s is ahead of the checkpoint on %d partitions (the target acknowledged those records): "
-                 "resuming from the group's offsets", settings.group_id, len(ahead))
-        shutil.rmtree(settings.checkpoint_dir)
+        ahead = {tp for tp, o in committed.items() if o > mine.get(tp, -1)}
+        if not ahead and not lost:
+            return Resume("earliest")
+        if ahead:
+            log.info("resuming from group %s's offsets, ahead of the checkpoint on %d partitions (the target "
+                     "acknowledged those records)", settings.group_id, len(ahead))
     elif committed:
         log.info("first start: resuming from group %s's committed offsets on %d partitions", settings.group_id,
                  len(committed))
-    else:
-        return starting
-    known = {**mine, **ahead}
-    return _spec(topics, known, -2 if starting == "earliest" else -1)
+    # A checkpoint with no batch committed still holds the offsets its first start resolved, which Spark
+    # would take over `startingOffsets`.
+    shutil.rmtree(settings.checkpoint_dir, ignore_errors=True)
+    if not committed and not mine:
+        return Resume(starting)
+    known.update({tp: stop for tp, (_, stop) in lost.items()})
+    return Resume(_spec(topics, known, -2 if starting == "earliest" else -1), lost)

@@ -150,11 +150,14 @@ def default_parallelism(spark) -> int:
 
 
 KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"  # every Kafka client error extends it
+OUT_OF_RANGE = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
 
 
 def failure(query) -> tuple[str, str] | None:
-    """Why a stopped query stopped, as (kind, one line): kind "delivery" when a cause is Kafka's client's
-    exception (the target refused or timed out records), else "query"; None while it runs."""
+    """Why a stopped query stopped, as (kind, one line): kind "deleted" when the source deleted records
+    before a real-time task read them (its reader does not skip them, as micro-batch's does), "delivery"
+    when a cause is another Kafka client exception (the target refused or timed out records), else
+    "query"; None while it runs."""
     from py4j.java_gateway import is_instance_of
     from pyspark import SparkContext
 
@@ -166,7 +169,9 @@ def failure(query) -> tuple[str, str] | None:
     cause = java.get()
     kind = "query"
     while cause is not None:
-        if is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
+        if is_instance_of(SparkContext._gateway, cause, OUT_OF_RANGE):
+            kind = "deleted"
+        elif kind == "query" and is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
             kind = "delivery"
         root, cause = cause, cause.getCause()
         if cause is not None and cause.equals(root):
