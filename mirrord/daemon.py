@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from mirrord import acls, admin, checkpoints, heartbeats, modes, topic_configs
 from mirrord.config import Settings, fixed_changes
-from mirrord.errors import ConfigError, MirrordError
+from mirrord.errors import EX_TEMPFAIL, ConfigError, Fenced, MirrordError
 from mirrord.flow import Flow
 from mirrord.health import ClusterWatch
 from mirrord.leader import Election
@@ -35,8 +35,12 @@ from mirrord.scheduler import Job, Scheduler
 from mirrord.spark import (
     add_progress_listener,
     default_parallelism,
+    jvm_exit_status,
     jvm_totals,
     one_line,
+    release_lease,
+    renew_lease,
+    revoke_lease,
     spark_session,
     spark_version,
     wait_jvm_exit,
@@ -202,11 +206,17 @@ class Daemon:
         stopper.start()
         while stopper.is_alive():
             self._ping_watchdog()  # waiting for the target's acknowledgements is not a stall
+            if self.election.active():
+                self._renew_lease()
             stopper.join(0.2)
+        try:
+            release_lease(self.spark)
+        except Exception as exc:  # noqa: BLE001 - the JVM is gone: nothing left to fence
+            log.debug("cannot release the lease: %s", exc)
         if "error" in outcome:
             log.warning("streaming query did not stop cleanly: %s", one_line(str(outcome["error"])))
         elif outcome.get("clean"):
-            log.info("streaming query stopped; every record it sent was acknowledged")
+            log.info("streaming query stopped cleanly: nothing it sent will be copied again")
         else:
             log.warning("streaming query stopped with records unacknowledged (%s): they are copied again at the "
                         "next start", "a cluster is unreachable" if grace == 0 else
@@ -302,10 +312,18 @@ class Daemon:
         self.notifier.ready(self._status_line())
 
     def _check_query(self, now: float) -> None:
-        if not self.election.active():  # another host may be mirroring already: stop now, the checkpoint replays
-            log.warning("leadership lost: stopping the streaming query")
-            self._stop_query(grace=0.0)
-            return
+        if not self.election.active():
+            if not self.clusters.is_up("target"):  # an outage is a state, not a hand-over: the batch waits
+                return
+            log.error("this host lost the flow's election: fencing it (its JVM halts with whatever its producers "
+                      "still buffered; the next active host resumes from the acknowledged offsets)")
+            try:
+                revoke_lease(self.spark)
+                wait_jvm_exit(5.0)
+            except Exception as exc:  # noqa: BLE001 - the JVM halts while py4j talks to it
+                log.debug("fencing: %s", exc)
+            raise Fenced("lost the flow's election while mirroring: fenced; restart as a standby")
+        self._renew_lease()
         failed = self._query_failure()
         if failed is None:
             return
@@ -324,6 +342,16 @@ class Daemon:
         else:
             log.error("batch failed, retrying from the last committed batch in %.0fs: %s", RESTART_BACKOFF, why)
         self._retry_at = now + RESTART_BACKOFF
+
+    def _renew_lease(self) -> None:
+        """The active host's lease in the JVM (io.mirrord.Fence), for half the election's session: a host
+        whose supervisor stops renewing it (hung, stopped) fences itself before a standby can take over.
+        Renewed while the target is unreachable too, where no host can take over."""
+        if self.settings.leader_election:
+            try:
+                renew_lease(self.spark, self.settings.leader_session_timeout_ms // 2)
+            except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the watchdog decides
+                log.debug("cannot renew the lease: %s", exc)
 
     def _ping_watchdog(self) -> None:
         interval = self.notifier.watchdog_interval
@@ -350,6 +378,12 @@ class Daemon:
                 return True
             running = min(self.query.running_for(now), self.clusters.up_for())
         except Exception as exc:  # noqa: BLE001 - a dead JVM raises py4j errors of several kinds
+            status = jvm_exit_status()
+            if status == EX_TEMPFAIL:
+                raise Fenced("this host's lease lapsed while its supervisor was not answering: Spark's JVM fenced "
+                             "itself; restart as a standby") from None
+            if status is not None:
+                raise MirrordError(f"Spark's JVM exited with status {status}") from None
             log.warning("Spark does not answer: %s", one_line(str(exc)))
             return False
         stalled = running > self.settings.stall_timeout_ms / 1e3

@@ -7,6 +7,7 @@ import os
 EX_OK = 0
 EX_SOFTWARE = 1
 EX_UNAVAILABLE = 69
+EX_TEMPFAIL = 75
 EX_CONFIG = 78
 
 
@@ -42,3 +43,10 @@ class ClusterUnavailable(MirrordError):
     """A cluster did not answer at start; a restart later may succeed."""
 
     exit_status = EX_UNAVAILABLE
+
+
+class Fenced(MirrordError):
+    """This host lost the flow's election while mirroring: its JVM was halted so that nothing more reaches
+    the target; systemd restarts mirrord (Restart=on-failure), as a standby."""
+
+    exit_status = EX_TEMPFAIL

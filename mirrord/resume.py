@@ -75,8 +75,8 @@ def resume(settings: Settings, starting: str, source: admin.Cluster, topics: dic
             log.info("resuming from group %s's offsets, ahead of the checkpoint on %d partitions (the target "
                      "acknowledged those records)", settings.group_id, len(ahead))
     elif committed:
-        log.info("first start: resuming from group %s's committed offsets on %d partitions", settings.group_id,
-                 len(committed))
+        log.info("resuming from group %s's committed offsets on %d partitions (no batch in the checkpoint)",
+                 settings.group_id, len(committed))
     # A checkpoint with no batch committed still holds the offsets its first start resolved, which Spark
     # would take over `startingOffsets`.
     shutil.rmtree(settings.checkpoint_dir, ignore_errors=True)

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -111,6 +112,7 @@ def stop_between_batches(spark, query, timeout: float) -> bool:
 
 
 # What Spark logs, as errors, when a real-time query is stopped: its long tasks are interrupted mid-write.
+TASK_ABORTS_SETTLE = 3.0
 TASK_ABORT_LOGGERS = ("org.apache.spark.sql.execution.datasources.v2", "org.apache.spark.util.Utils",
                       "org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.scheduler.DAGScheduler")
 
@@ -123,11 +125,29 @@ def quiet_task_aborts(spark):
     configurator = spark._jvm.org.apache.logging.log4j.core.config.Configurator
     for name in TASK_ABORT_LOGGERS:
         configurator.setLevel(name, levels.OFF)
-    try:
-        yield
-    finally:
+    def restore() -> None:
         for name in TASK_ABORT_LOGGERS:
             configurator.setLevel(name, levels.WARN)
+    try:
+        yield
+    finally:  # the killed tasks report in from the executor's threads a moment after the stop returns
+        timer = threading.Timer(TASK_ABORTS_SETTLE, restore)
+        timer.daemon = True
+        timer.start()
+
+
+def renew_lease(spark, valid_for_ms: int) -> None:
+    """This host may send for `valid_for_ms` more (io.mirrord.Fence); past it the JVM fences itself."""
+    spark._jvm.io.mirrord.Fence.renew(valid_for_ms)
+
+
+def release_lease(spark) -> None:
+    spark._jvm.io.mirrord.Fence.release()
+
+
+def revoke_lease(spark) -> None:
+    """Fence now: every record refused, and the JVM halted within 50 ms with what its producers buffered."""
+    spark._jvm.io.mirrord.Fence.revoke()
 
 
 def jvm_totals(spark) -> dict:
@@ -198,6 +218,14 @@ def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:
             pass
 
     spark.streams.addListener(ProgressListener())
+
+
+def jvm_exit_status() -> int | None:
+    """The exit status of Spark's JVM if it has exited (75: it fenced itself, io.mirrord.Fence), else None."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return None if proc is None else proc.poll()
 
 
 def wait_jvm_exit(timeout: float = 30.0) -> None:

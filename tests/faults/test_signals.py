@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from tests.harness.mirrord import Mirrord, descendants, wait_gone, write_flow
-from tests.harness.records import Trickle, count, create_topic, produce, wait_until
+from tests.harness.records import Trickle, count, create_topic, wait_until
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
 
 
@@ -36,13 +36,14 @@ def test_a_signal_to_the_process_group_while_spark_starts_exits_0(kafka_pair, un
         daemon.stop()
 
 
+@pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
 def test_signals_to_the_process_group_mid_stream_and_during_the_stop_exit_0_and_copy_nothing_twice(
-        kafka_pair, unique, tmp_path):
+        kafka_pair, unique, tmp_path, trigger):
     source, target = kafka_pair
     topic, group = unique("midstream"), unique("midstream-group")
     create_topic(source.bootstrap, topic, 2)
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
-                        conf={"offset.commit.interval.ms": "100"})
+                        conf={"offset.commit.interval.ms": "100", "trigger": trigger})
     daemon = Mirrord(config).start()
     trickle = Trickle(source.bootstrap, topic, 2, total=40_000, rate=2000)
     try:
@@ -54,7 +55,8 @@ def test_signals_to_the_process_group_mid_stream_and_during_the_stop_exit_0_and_
         wait_until(lambda: "stopping:" in daemon.output() or not daemon.alive(), 30, "the stop to begin")
         os.killpg(daemon.process.pid, signal.SIGINT)  # impatient: again, during the stop
         assert_clean_exit(daemon, tree)
-        assert "streaming query stopped between batches" in daemon.output(), daemon.output()[-3000:]
+        assert f"{trigger} mode" in daemon.output(), daemon.output()[-3000:]
+        assert "streaming query stopped cleanly" in daemon.output(), daemon.output()[-3000:]
 
         daemon = Mirrord(config).start()
         trickle.join(120)
@@ -68,16 +70,16 @@ def test_signals_to_the_process_group_mid_stream_and_during_the_stop_exit_0_and_
         daemon.stop()
 
 
-def test_reloads_mid_stream_copy_nothing_twice_and_refuse_what_cannot_change(kafka_pair, unique, tmp_path):
+@pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
+def test_reloads_mid_stream_copy_nothing_twice_and_refuse_what_cannot_change(kafka_pair, unique, tmp_path, trigger):
     source, target = kafka_pair
     topic, other, group = unique("reload"), unique("reload-other"), unique("reload-group")
     create_topic(source.bootstrap, topic, 2)
     create_topic(source.bootstrap, other, 1)
-    backlog = 200_000  # batches of 20 000 run back to back while the reloads arrive: a cut one would show
-    produce(source.bootstrap, topic, [{"partition": i % 2, "key": f"k{i}".encode(), "value": b"v" * 50}
-                                      for i in range(backlog)])
+    # A stream under way while the reloads arrive: a reload that cut records in flight would show.
+    trickle = Trickle(source.bootstrap, topic, 2, total=60_000, rate=3000)
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
-                        conf={"max.offsets.per.trigger": "20000"})
+                        conf={"trigger": trigger})
     daemon = Mirrord(config).start()
 
     def reload(old: str, new: str, expect: str) -> None:
@@ -89,7 +91,8 @@ def test_reloads_mid_stream_copy_nothing_twice_and_refuse_what_cannot_change(kaf
 
     try:
         daemon.wait_ready()
-        wait_until(lambda: count(target.bootstrap, topic) >= 20_000, 120, "the backlog under way")
+        trickle.start()
+        wait_until(lambda: count(target.bootstrap, topic) >= 6000, 120, "the stream under way")
         reload("num.streams = 2", "num.streams = 2\nsync.group.offsets.interval.seconds = 5",
                "reloaded: topics matching")
         reloaded = [line for line in daemon.output().splitlines() if "reloaded: topics matching" in line]
@@ -100,10 +103,12 @@ def test_reloads_mid_stream_copy_nothing_twice_and_refuse_what_cannot_change(kaf
         reload("flow = test", "flow = renamed", "reload refused")
         refusal = next(line for line in daemon.output().splitlines() if "reload refused" in line)
         assert "flow cannot change while mirrord runs" in refusal, refusal
-        assert count(target.bootstrap, topic) < backlog, "the backlog was done before the reloads: nothing to cut"
+        assert trickle.is_alive(), "the stream ended before the reloads: nothing to cut"
+        trickle.join(120)
         wait_all_mirrored(source.bootstrap, topic, group)
-        assert daemon.output().count("streaming query stopped between batches") == 3, daemon.output()[-3000:]
+        assert daemon.output().count("streaming query stopped cleanly") == 3, daemon.output()[-3000:]
         assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) == 0, "a reload copied records twice"
         assert daemon.stop() == 0
     finally:
+        trickle.stop()
         daemon.stop()

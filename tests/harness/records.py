@@ -172,6 +172,9 @@ class Trickle:
                 time.sleep(ahead)
         p.flush(60)
 
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def join(self, timeout: float = 120) -> None:
         self._thread.join(timeout)
         assert not self._thread.is_alive(), "producer still running"

@@ -3,6 +3,10 @@ the target; when it dies a standby takes over from the offsets it committed, wit
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import time
+
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import Trickle, count, create_topic, read_all, wait_until
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
@@ -74,3 +78,60 @@ def twice(bootstrap: str, topic: str) -> str:
         if seqs:
             runs.append(f"p{partition}: {len(seqs)} from k{seqs[0]} to k{seqs[-1]}")
     return "; ".join(runs)
+
+
+def test_an_active_host_whose_supervisor_freezes_is_fenced_before_a_standby_takes_over(kafka_pair, unique, tmp_path):
+    """SIGSTOP of the active host's Python alone: its Spark JVM, a process of its own, could go on copying
+    beside the standby that takes over. Its lease (half the session) lapses first: the JVM halts itself."""
+    source, target = kafka_pair
+    topic, group = unique("fence"), unique("fence-group")
+    create_topic(source.bootstrap, topic, 2)
+    conf = {"leader.session.timeout.ms": str(SESSION_S * 1000)}
+    hosts = [Mirrord(write_flow(tmp_path / host, source.bootstrap, target.bootstrap, topic, group=group, conf=conf))
+             for host in ("host-a", "host-b")]
+    first, second = hosts
+    rate = 500
+    trickle = Trickle(source.bootstrap, topic, 2, total=20_000, rate=rate)
+    try:
+        first.start().wait_ready()
+        second.start()
+        second.wait_logged("standing by: another host mirrors flow test", 120)
+        trickle.start()
+        wait_until(lambda: count(target.bootstrap, topic) >= 3000, 120, "records flowing")
+        jvm = first.jvm_pid()
+        first.signal(signal.SIGSTOP)  # the supervisor only: its JVM keeps running
+        frozen = time.monotonic()
+        try:
+            wait_until(lambda: not _running(jvm), SESSION_S, "the frozen host's JVM fenced (halted)")
+            fenced_after = time.monotonic() - frozen
+            took = second.wait_logged("mirroring ", SESSION_S + 60)
+        finally:
+            first.signal(signal.SIGCONT)
+        print(f"JVM fenced {fenced_after:.1f}s after its supervisor froze; standby mirroring {took:.1f}s after")
+        assert fenced_after < SESSION_S / 2 + 1.5  # the lease: half the session, checked every 50 ms
+        assert first.process.wait(60) == 75, first.output()[-3000:]  # EX_TEMPFAIL: systemd restarts it
+        assert "fenced" in first.output()
+        trickle.join(180)
+        wait_all_mirrored(source.bootstrap, topic, group)
+        duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
+        print(f"supervisor frozen past the session: {duplicates} duplicates of {trickle.sent} records")
+        # What the frozen host's JVM copied after its supervisor's last group commit: at most the lease, and
+        # the acknowledgements of the second before it.
+        assert duplicates <= rate * (SESSION_S / 2 + 2), twice(target.bootstrap, topic)
+        assert second.stop() == 0
+    finally:
+        trickle.stop()
+        for host in hosts:
+            with contextlib.suppress(ProcessLookupError):
+                host.signal(signal.SIGCONT)
+            host.stop()
+
+
+def _running(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False

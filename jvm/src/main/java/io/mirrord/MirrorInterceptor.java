@@ -164,9 +164,15 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         return config;
     }
 
-    /** Throws {@link EnvelopeError} for a key that is not an envelope (see there why not an exception). */
+    /**
+     * Throws {@link EnvelopeError} for a key that is not an envelope, and {@link FencedError} for every record once this host's
+     * {@link Fence} lapsed (see there why an error, not an exception).
+     */
     @Override
     public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
+        if (!Fence.open()) {
+            throw new FencedError("not sent to " + record.topic() + ": this host's lease lapsed (fenced)");
+        }
         Envelope.Unwrapped source = Envelope.unwrap(record.key());
         ProducerRecord<byte[], byte[]> unwrapped;
         try {
