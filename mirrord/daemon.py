@@ -314,6 +314,7 @@ class Daemon:
     def _check_query(self, now: float) -> None:
         if not self.election.active():
             if not self.clusters.is_up("target"):  # an outage is a state, not a hand-over: the batch waits
+                self._renew_lease()
                 return
             log.error("this host lost the flow's election: fencing it (its JVM halts with whatever its producers "
                       "still buffered; the next active host resumes from the acknowledged offsets)")
