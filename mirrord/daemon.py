@@ -20,8 +20,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from mirrord import acls, admin, checkpoints, heartbeats, modes, topic_configs
-from mirrord.config import Settings, fixed_changes
+from mirrord import acls, admin, checkpoints, heartbeats, modes, reload, topic_configs
+from mirrord.acks import Acknowledgements
+from mirrord.config import Settings
 from mirrord.errors import EX_TEMPFAIL, ConfigError, Fenced, MirrordError
 from mirrord.flow import Flow
 from mirrord.health import ClusterWatch
@@ -36,7 +37,6 @@ from mirrord.spark import (
     add_progress_listener,
     default_parallelism,
     jvm_exit_status,
-    jvm_totals,
     one_line,
     release_lease,
     renew_lease,
@@ -45,11 +45,10 @@ from mirrord.spark import (
     spark_version,
     wait_jvm_exit,
 )
+from mirrord.status import status_line
 
 log = logging.getLogger("mirrord")
 STATUS_EVERY = 10.0
-ACKS_EVERY = 1.0  # the target's acknowledgements become the group's offsets within this
-LAG_EVERY = 5.0
 STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 RESTART_BACKOFF = 5.0
 START_ATTEMPTS = 5  # failed starts while both clusters answer before mirrord gives up (and systemd restarts it)
@@ -76,7 +75,6 @@ class Daemon:
         self._started = False
         self._retry_at = 0.0
         self._start_failures = 0
-        self._rate = 0.0
         self.mode: modes.Mode | None = None
         self.query: Query | None = None
 
@@ -105,7 +103,10 @@ class Daemon:
         self._take_signals()  # again: pyspark's SparkContext makes SIGINT cancel every job and raise
         check_transforms(self.spark, self.flow)
         add_progress_listener(self.spark, self._on_progress)
-        threading.Thread(target=self._acks_loop, name="acks", daemon=True).start()
+        self.acks = Acknowledgements(self.spark, self.positions, self.metrics, lambda: self.flow.policy.target_prefix,
+                                     lambda: self.query is not None, self._mirrored_topics,
+                                     lambda: self.clusters.is_up("source"))
+        self.acks.start(self._stop)
         jobs = Scheduler(self._stop, self.metrics)
 
         def up() -> bool:  # the side jobs run on the flow's active host only, while both clusters answer
@@ -395,34 +396,26 @@ class Daemon:
         return not stalled
 
     def _do_reload(self) -> None:
-        """Apply a changed configuration without copying anything twice: the query is restarted only
-        when its definition changed. What cannot change while running (the flow's identity, its state,
-        its clusters) is refused and the running configuration goes on."""
+        """Apply a changed configuration (reload.prepare decides what it may change) without copying
+        anything twice; a refused one leaves the running configuration as it was."""
         self.notifier.reloading()
         try:
-            settings = self.load_settings()
-            refused = fixed_changes(self.settings, settings)
-            if refused:
-                raise MirrordError(f"{', '.join(refused)} cannot change while mirrord runs (restart it to change "
-                                   f"{'them' if len(refused) > 1 else 'it'})")
-            flow = Flow.from_settings(settings)
-            restart = self.flow.query_differs(flow)
-            if restart and not self.clusters.all_up():
-                raise MirrordError(f"not during an outage ({'; '.join(self.clusters.away())})")
-            check_transforms(self.spark, flow)
+            change = reload.prepare(self.settings, self.flow, self.load_settings, self.clusters.away(),
+                                    lambda flow: check_transforms(self.spark, flow))
         except MirrordError as exc:
             self.metrics.error("reload")
             log.error("reload refused, keeping the running configuration: %s", exc)
             self.notifier.ready(self._status_line())
             return
-        if restart:
+        if change.restart:
             self._stop_query()
-        self.settings, self.flow = settings, flow
-        self.election.settings = settings
-        if restart:
+        self.settings, self.flow = change.settings, change.flow
+        self.election.settings = change.settings
+        if change.restart:
             self._retry_at = 0.0
             self._try_start(time.monotonic())
-        log.info("reloaded: topics matching %r%s", settings.whitelist, "" if restart else " (query unchanged)")
+        log.info("reloaded: topics matching %r%s", change.settings.whitelist,
+                 "" if change.restart else " (query unchanged)")
         self.notifier.ready(self._status_line())
 
     def _shutdown(self) -> int:
@@ -483,57 +476,7 @@ class Daemon:
         self.metrics.last_checkpoint.labels(s.flow).set(time.time())
         return 0
 
-    # -- acknowledgements, lag and status --------------------------------------------------
-    def _acks_loop(self) -> None:
-        """Every second, the interceptors' counts and acknowledged positions (committed to the source group);
-        every few seconds, the lag behind the source's end."""
-        next_lag = 0.0
-        last = (time.monotonic(), 0)
-        while not self._stop.wait(ACKS_EVERY):
-            if not self.clusters.is_up("source"):
-                continue  # the last values stay, and the outage has its own metric
-            records = self._read_jvm_totals()
-            now = time.monotonic()
-            if records is not None:
-                self._rate = max(0.0, (records - last[1]) / max(now - last[0], 1e-3))
-                last = (now, records)
-            if now < next_lag:
-                continue
-            next_lag = now + LAG_EVERY
-            try:
-                self.positions.update_lag(self._mirrored_topics())
-            except Exception as exc:  # noqa: BLE001 - source unreachable: keep the last values
-                self.metrics.error("lag")
-                log.debug("lag check failed: %s", exc)
-
-    def _read_jvm_totals(self) -> int | None:
-        """Records, bytes and latency as the interceptors counted them (per target topic, reported under the
-        source topic's name, as lag is), and their acknowledged positions; the records acknowledged in all."""
-        try:
-            totals = jvm_totals(self.spark)
-        except Exception as exc:  # noqa: BLE001 - the JVM is restarting or gone: the supervisor sees it
-            log.debug("cannot read the interceptors' counts: %s", exc)
-            return None
-        prefix = self.flow.policy.target_prefix
-        topics = totals.get("topics", {})
-        self.metrics.set_totals({t.removeprefix(prefix): v for t, v in topics.items()}, totals.get("latency", {}))
-        self.metrics.set_filtered(totals.get("filtered", {}))
-        records = sum(int(t.get("records", 0)) for t in topics.values())
-        if self.query is not None:  # between queries (a stop commits its own) and on a standby: nothing new
-            self.positions.on_acked(totals.get("positions", {}), records)
-        return records
-
+    # -- status ----------------------------------------------------------------------------
     def _status_line(self) -> str:
-        p = self.positions
-        lag = "?" if p.lag is None else p.lag
-        topics = "?" if p.topics is None else p.topics
-        lost = f", {p.lost} records lost (deleted before read)" if p.lost else ""
-        mode = f", {self.mode.name} mode" if self.mode is not None else ""
-        line = (f"{p.mirrored} records mirrored, {self._rate:.0f} records/s, lag {lag} records, {topics} topics"
-                f"{mode}{lost}")
-        away = self.clusters.away()
-        if away:
-            return f"waiting: {'; '.join(away)}; {line}"
-        if not self.election.active():
-            return f"standby: another host mirrors flow {self.settings.flow}; {line}"
-        return line
+        standby = None if self.election.active() else self.settings.flow
+        return status_line(self.positions, self.acks.rate, self.mode, self.clusters.away(), standby)
