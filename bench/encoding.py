@@ -1,7 +1,8 @@
 """What fidelity costs on Spark's own Kafka sink, measured without the daemon around it.
 
-`python -m bench.encoding [--reps 2] [--records 3000000]` starts a broker pair, loads a 12-partition topic
-with 100 B records and copies it with a bare Spark query (`local[2]`) three ways, interleaved per rep:
+`python -m bench.encoding [--reps 2] [--records 3000000] [--trigger real-time]` starts a broker pair, loads a
+12-partition topic with 100 B records and copies it with a bare Spark query (micro-batch in `local[2]`, or
+real-time mode with 60 s batches in `local[13]`: a slot per partition and a spare) three ways, interleaved per rep:
 `plain` (Spark's sink, no fidelity), `envelope` (mirrord's key envelope UDF and interceptor, timestamps
 kept) and `syncs` (the same writing offset syncs). It prints records/s from the first record seen on the
 target to the last. docs/decisions.md section 2 quotes it.
@@ -27,8 +28,9 @@ import glob, os, sys
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 from pyspark.sql import SparkSession
 from pyspark.sql.types import BinaryType
-mode, source, target, topic, out, checkpoint, jars = sys.argv[1:]
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+mode, source, target, topic, out, checkpoint, jars, trigger = sys.argv[1:]
+master = "local[13]" if trigger == "real-time" else "local[2]"
+spark = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
          .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))).getOrCreate())
 spark.sparkContext.setLogLevel("WARN")
 spark.udf.registerJavaFunction("mirrord_envelope", "io.mirrord.EnvelopeUdf", BinaryType())
@@ -44,6 +46,8 @@ if mode != "plain":
     writer = writer.option("kafka.interceptor.classes", "io.mirrord.MirrorInterceptor")
 if mode == "syncs":
     writer = writer.option("kafka.mirrord.offset.syncs.topic", "syncs")
+if trigger == "real-time":
+    writer = writer.outputMode("update").trigger(realTime="60 seconds")
 writer.start().awaitTermination()
 '''
 
@@ -52,6 +56,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.encoding")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--records", type=int, default=3_000_000)
+    ap.add_argument("--trigger", choices=("micro-batch", "real-time"), default="micro-batch")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-encoding-"))
     (work / "query.py").write_text(QUERY)
@@ -70,15 +75,15 @@ def main() -> None:
                 create_topic(target.bootstrap, out, 12)
                 proc = subprocess.Popen(
                     [sys.executable, str(work / "query.py"), mode, source.bootstrap, target.bootstrap, "load", out,
-                     str(work / f"checkpoint-{out}"), str(ROOT / ".cache" / "jars" / "spark")],
+                     str(work / f"checkpoint-{out}"), str(ROOT / ".cache" / "jars" / "spark"), a.trigger],
                     stdout=open(work / f"{out}.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
                 try:
                     wait_until(lambda out=out: count(target.bootstrap, out) > 0, 180, "the first record", interval=0.05)
                     began = time.monotonic()
                     wait_until(lambda out=out: count(target.bootstrap, out) >= a.records, 600, "the copy",
                                interval=0.2)
-                    print(f"rep {rep + 1} {mode:9} {a.records / (time.monotonic() - began):>10,.0f} records/s",
-                          flush=True)
+                    rate = a.records / (time.monotonic() - began)
+                    print(f"rep {rep + 1} {a.trigger} {mode:9} {rate:>10,.0f} records/s", flush=True)
                 finally:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()

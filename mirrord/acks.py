@@ -1,4 +1,4 @@
-"""What the target acknowledged, brought from the JVM every second: counts and positions.
+"""What the target acknowledged, brought from the JVM every half second: counts and positions.
 
 mirrord's interceptors count records, bytes and latency per target topic, and per source partition the
 offset after the last record the target acknowledged with every record before it; the metrics plugin
@@ -19,7 +19,7 @@ from mirrord.positions import Positions
 from mirrord.spark import jvm_totals
 
 log = logging.getLogger(__name__)
-EVERY = 1.0  # the target's acknowledgements become the group's offsets within this
+EVERY = 0.5  # the target's acknowledgements become the group's offsets within this
 LAG_EVERY = 5.0
 
 

@@ -131,6 +131,11 @@ class Cluster:
         desc = retrying(lambda: self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result())
         return [f"{m.client_id}@{m.host}" for m in desc.members]
 
+    def assigned_members(self, group: str) -> list[str]:
+        """The member ids of the group's members that hold a partition now."""
+        desc = retrying(lambda: self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result())
+        return [m.member_id for m in desc.members if m.assignment and m.assignment.topic_partitions]
+
     def forget_groups(self, keep: str = "") -> None:
         """Close the clients opened for other groups' offsets."""
         for group in [g for g in self._groups if g != keep]:

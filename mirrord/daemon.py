@@ -4,7 +4,7 @@ The main thread turns every half second: it starts the streaming query (query.Qu
 clusters answer (health.ClusterWatch) and this host holds the flow (leader.Election), notices a
 failed query and restarts it when the failure came with an outage, pings the systemd watchdog while
 mirrord itself is healthy, and acts on signals (SIGTERM/SIGINT stop, SIGHUP reloads). Records never
-pass here: they run in Spark; every second the interceptors' acknowledged positions move the
+pass here: they run in Spark; every half second the interceptors' acknowledged positions move the
 positions (positions.Positions), and each batch's end moves them too, from Spark's listener thread.
 Periodic side jobs (topics, configs, groups, checkpoints, heartbeats, ACLs) run in the scheduler,
 each in a module of its own.
@@ -314,8 +314,8 @@ class Daemon:
 
     def _check_query(self, now: float) -> None:
         if not self.election.active():
-            if not self.clusters.is_up("target"):  # an outage is a state, not a hand-over: the batch waits
-                self._renew_lease()
+            if not self._handed_over():  # an outage is a state, not a hand-over: the batch waits, the session
+                self._renew_lease()      # is rejoined when the target answers
                 return
             log.error("this host lost the flow's election: fencing it (its JVM halts with whatever its producers "
                       "still buffered; the next active host resumes from the acknowledged offsets)")
@@ -344,6 +344,17 @@ class Daemon:
         else:
             log.error("batch failed, retrying from the last committed batch in %.0fs: %s", RESTART_BACKOFF, why)
         self._retry_at = now + RESTART_BACKOFF
+
+    def _handed_over(self) -> bool:
+        """Another host holds the flow now. While the target (where the election lives) is unreachable, or
+        the group shows no other holder, this host's lapsed session is an outage's, and it rejoins."""
+        if not self.clusters.is_up("target"):
+            return False
+        try:
+            return self.election.handed_over()
+        except Exception as exc:  # noqa: BLE001 - the target went away again: not a hand-over yet
+            log.debug("cannot describe the election's group: %s", exc)
+            return False
 
     def _renew_lease(self) -> None:
         """The active host's lease in the JVM (io.mirrord.Fence), for half the election's session: a host

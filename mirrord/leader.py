@@ -79,6 +79,12 @@ class Leadership:
                 log.warning("leader election: %s", exc.args[0].str())
         self._active.clear()
 
+    def held_elsewhere(self, target: admin.Cluster) -> bool:
+        """Whether another member holds the election's partition now: this host's loss was a hand-over, not
+        a session that lapsed while the cluster was away and will be rejoined."""
+        mine = self._consumer.memberid()
+        return any(member != mine for member in target.assigned_members(self.group))
+
     def close(self) -> None:
         """Leave the group now, so a standby takes over without waiting for the session to expire
         (called once the query has stopped, with the daemon's stop event set)."""
@@ -116,6 +122,10 @@ class Election:
             self.leadership.start()
             self.joined_at = time.monotonic()
         return self.leadership.is_active()
+
+    def handed_over(self) -> bool:
+        """Whether another host holds the flow now (this one lost it while mirroring)."""
+        return self.leadership is not None and self.leadership.held_elsewhere(self.target)
 
     def close(self) -> None:
         if self.leadership is not None:

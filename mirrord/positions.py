@@ -4,7 +4,7 @@ could read them.
 
 The positions follow the target's acknowledgements: mirrord's interceptor counts, per source
 partition, the offset after the last record the target acknowledged with every record before it, and
-the daemon brings those here every second (`on_acked`), in either trigger mode. At each batch's end
+the daemon brings those here every half second (`on_acked`), in either trigger mode. At each batch's end
 Spark's progress event moves them past what no record stands for (transaction markers, records a
 transform dropped, records deleted before they were read). Every move is committed to the consumer
 group on the source, which a host taking over, or a restart after a stop, resumes from (resume.py);

@@ -1,7 +1,7 @@
 """Where a streaming query resumes: Spark's checkpoint, or the offsets committed to the source group.
 
 The checkpoint is where Spark resumes on its own. The consumer group on the source holds the offsets
-the target acknowledged (committed every second, and at each batch's end): a host taking over, or a
+the target acknowledged (committed every half second, and at each batch's end): a host taking over, or a
 restart after a stop that drained the producers, resumes from there when the group is ahead of the
 checkpoint, so nothing is copied twice. A first start resumes from the group's offsets where it has
 them (a MirrorMaker 1 deployment with the same group.id switches over without re-copying), else from

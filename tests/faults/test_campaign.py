@@ -1,6 +1,6 @@
 """The fault campaign: kill -9 of the whole process tree at random moments of a long stream, and each
 broker bounced mid-stream. At least once: nothing is ever lost; a kill re-copies at most what the target
-acknowledged since the last group commit (every second) and what was in flight, and the duplicates are
+acknowledged since the last group commit (every half second) and what was in flight, and the duplicates are
 counted and reported."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirr
 RECORDS = 500_000
 KILLS = 10
 RATE = 4000
-PER_KILL = 2 * RATE  # the acknowledgements of the second before the kill, and the records in flight
+PER_KILL = 2 * RATE  # the acknowledgements since the last group commit (half a second), the records in flight
 
 
 def test_kill_9_at_ten_random_moments_of_a_500k_record_stream_loses_nothing(kafka_pair, unique, tmp_path):
