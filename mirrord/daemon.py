@@ -26,7 +26,7 @@ from mirrord.config import Settings
 from mirrord.errors import EX_TEMPFAIL, ConfigError, Fenced, MirrordError
 from mirrord.flow import Flow
 from mirrord.health import ClusterWatch
-from mirrord.leader import Election
+from mirrord.leader import Election, Lease
 from mirrord.metrics import Metrics
 from mirrord.notify import Notifier
 from mirrord.pipeline import check_transforms
@@ -38,9 +38,6 @@ from mirrord.spark import (
     default_parallelism,
     jvm_exit_status,
     one_line,
-    release_lease,
-    renew_lease,
-    revoke_lease,
     spark_session,
     spark_version,
     wait_jvm_exit,
@@ -77,6 +74,7 @@ class Daemon:
         self._start_failures = 0
         self.mode: modes.Mode | None = None
         self.query: Query | None = None
+        self.lease: Lease | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def _take_signals(self) -> None:
@@ -101,6 +99,7 @@ class Daemon:
         log.info("starting Spark (%s)", self.master)
         self.spark = spark_session(s, self.master)
         self._take_signals()  # again: pyspark's SparkContext makes SIGINT cancel every job and raise
+        self.lease = Lease(self.spark, s.leader_session_timeout_ms // 2, self._stop) if s.leader_election else None
         check_transforms(self.spark, self.flow)
         add_progress_listener(self.spark, self._on_progress)
         self.acks = Acknowledgements(self.spark, self.positions, self.metrics, lambda: self.flow.policy.target_prefix,
@@ -176,6 +175,8 @@ class Daemon:
             where = query.start(self.source, topics)
         self.positions.report_deleted(where.lost)
         self.query = query
+        if self.lease is not None:
+            self.lease.hold()
         self.metrics.up.labels(self.settings.flow).set(1)
 
     def _set_mode(self, mode: modes.Mode) -> None:
@@ -207,13 +208,12 @@ class Daemon:
         stopper.start()
         while stopper.is_alive():
             self._ping_watchdog()  # waiting for the target's acknowledgements is not a stall
-            if self.election.active():
-                self._renew_lease()
             stopper.join(0.2)
-        try:
-            release_lease(self.spark)
-        except Exception as exc:  # noqa: BLE001 - the JVM is gone: nothing left to fence
-            log.debug("cannot release the lease: %s", exc)
+        if self.lease is not None:
+            try:
+                self.lease.release()
+            except Exception as exc:  # noqa: BLE001 - the JVM is gone: nothing left to fence
+                log.debug("cannot release the lease: %s", exc)
         if "error" in outcome:
             log.warning("streaming query did not stop cleanly: %s", one_line(str(outcome["error"])))
         elif outcome.get("clean"):
@@ -314,18 +314,16 @@ class Daemon:
 
     def _check_query(self, now: float) -> None:
         if not self.election.active():
-            if not self._handed_over():  # an outage is a state, not a hand-over: the batch waits, the session
-                self._renew_lease()      # is rejoined when the target answers
-                return
+            if not self._handed_over():  # an outage is a state, not a hand-over: the batch waits, the lease is
+                return                   # kept, the session rejoined when the target answers
             log.error("this host lost the flow's election: fencing it (its JVM halts with whatever its producers "
                       "still buffered; the next active host resumes from the acknowledged offsets)")
             try:
-                revoke_lease(self.spark)
+                self.lease.revoke()
                 wait_jvm_exit(5.0)
             except Exception as exc:  # noqa: BLE001 - the JVM halts while py4j talks to it
                 log.debug("fencing: %s", exc)
             raise Fenced("lost the flow's election while mirroring: fenced; restart as a standby")
-        self._renew_lease()
         failed = self._query_failure()
         if failed is None:
             return
@@ -355,16 +353,6 @@ class Daemon:
         except Exception as exc:  # noqa: BLE001 - the target went away again: not a hand-over yet
             log.debug("cannot describe the election's group: %s", exc)
             return False
-
-    def _renew_lease(self) -> None:
-        """The active host's lease in the JVM (io.mirrord.Fence), for half the election's session: a host
-        whose supervisor stops renewing it (hung, stopped) fences itself before a standby can take over.
-        Renewed while the target is unreachable too, where no host can take over."""
-        if self.settings.leader_election:
-            try:
-                renew_lease(self.spark, self.settings.leader_session_timeout_ms // 2)
-            except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the watchdog decides
-                log.debug("cannot renew the lease: %s", exc)
 
     def _ping_watchdog(self) -> None:
         interval = self.notifier.watchdog_interval

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException
 
 from mirrord import admin
+from mirrord.spark import release_lease, renew_lease, revoke_lease
 
 log = logging.getLogger(__name__)
 
@@ -130,3 +131,41 @@ class Election:
     def close(self) -> None:
         if self.leadership is not None:
             self.leadership.close()
+
+
+class Lease:
+    """The active host's lease in the JVM that sends the records (io.mirrord.Fence), renewed every half
+    second for `valid_for_ms` by a thread of its own while `held`: a supervisor busy with a reload or a
+    slow admin call still holds it; one whose interpreter stopped or hung (every thread with it) does not,
+    and its JVM fences itself once the lease lapses."""
+
+    EVERY = 0.5
+
+    def __init__(self, spark, valid_for_ms: int, stop: threading.Event):
+        self.spark = spark
+        self.valid_for_ms = valid_for_ms
+        self.held = False
+        self._stop = stop
+        threading.Thread(target=self._loop, name="lease", daemon=True).start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.EVERY):
+            if self.held:
+                try:
+                    renew_lease(self.spark, self.valid_for_ms)
+                except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the supervisor sees it
+                    log.debug("cannot renew the lease: %s", exc)
+
+    def hold(self) -> None:
+        renew_lease(self.spark, self.valid_for_ms)
+        self.held = True
+
+    def release(self) -> None:
+        """This host stopped mirroring on purpose: no lease, and nothing to fence."""
+        self.held = False
+        release_lease(self.spark)
+
+    def revoke(self) -> None:
+        """Fence now: every record refused, the JVM halted within 50 ms with what its producers buffered."""
+        self.held = False
+        revoke_lease(self.spark)
