@@ -58,9 +58,10 @@ class Acknowledgements:
                 self.metrics.error("lag")
                 log.debug("lag check failed: %s", exc)
 
-    def read(self) -> int | None:
+    def read(self, commit: bool = False) -> int | None:
         """Counts and positions from the JVM (per target topic, reported under the source topic's name, as
-        lag is); the records acknowledged in all, or None when the JVM does not answer."""
+        lag is); the records acknowledged in all, or None when the JVM does not answer. The positions are
+        committed while a query runs, or when `commit` (a query about to start after one that failed)."""
         try:
             totals = jvm_totals(self.spark)
         except Exception as exc:  # noqa: BLE001 - the JVM is restarting or gone: the supervisor sees it
@@ -71,6 +72,6 @@ class Acknowledgements:
         self.metrics.set_totals({t.removeprefix(prefix): v for t, v in topics.items()}, totals.get("latency", {}))
         self.metrics.set_filtered(totals.get("filtered", {}))
         records = sum(int(t.get("records", 0)) for t in topics.values())
-        if self.mirroring():
+        if commit or self.mirroring():
             self.positions.on_acked(totals.get("positions", {}), records)
         return records

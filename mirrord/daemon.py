@@ -89,7 +89,7 @@ class Daemon:
         self._enter_work_dir()
         self.source = admin.Cluster("source", self.flow.source_admin)
         self.target = admin.Cluster("target", self.flow.target_admin)
-        self.election = Election(s, self.target, self._stop)
+        self.election = Election(s, self.target)
         self.positions = Positions(self.source, s.group_id, self.metrics, self.election.active)
         self.translation = checkpoints.GroupTranslation(self.source, self.target, self.flow.offset_syncs_topic,
                                                         checkpoints.checkpoints_topic(s.source_alias))
@@ -163,6 +163,7 @@ class Daemon:
         mode = modes.choose(self.settings.trigger, sum(topics.values()), self._slots())
         self._set_mode(mode)
         self.positions.seed(topics)
+        self.acks.read(commit=True)  # what a failed query's producers delivered: the start resumes past it
         query = Query(self.spark, self.flow, mode, self.positions)
         try:
             where = query.start(self.source, topics)
@@ -235,6 +236,7 @@ class Daemon:
                 log.info("restarting the streaming query: %s", self._requery)
                 self._stop_query()
             self._requery = ""
+            self._check_jvm()
             now = time.monotonic()
             if self.query is None:
                 self._try_start(now)
@@ -343,6 +345,15 @@ class Daemon:
             log.error("batch failed, retrying from the last committed batch in %.0fs: %s", RESTART_BACKOFF, why)
         self._retry_at = now + RESTART_BACKOFF
 
+    def _check_jvm(self) -> None:
+        """Spark's JVM is a process of its own: its exit ends mirrord (systemd restarts it)."""
+        status = jvm_exit_status()
+        if status == EX_TEMPFAIL:
+            raise Fenced("this host's lease lapsed while its supervisor was not answering: Spark's JVM fenced "
+                         "itself; restart as a standby")
+        if status is not None:
+            raise MirrordError(f"Spark's JVM exited with status {status}")
+
     def _handed_over(self) -> bool:
         """Another host holds the flow now. While the target (where the election lives) is unreachable, or
         the group shows no other holder, this host's lapsed session is an outage's, and it rejoins."""
@@ -379,12 +390,7 @@ class Daemon:
                 return True
             running = min(self.query.running_for(now), self.clusters.up_for())
         except Exception as exc:  # noqa: BLE001 - a dead JVM raises py4j errors of several kinds
-            status = jvm_exit_status()
-            if status == EX_TEMPFAIL:
-                raise Fenced("this host's lease lapsed while its supervisor was not answering: Spark's JVM fenced "
-                             "itself; restart as a standby") from None
-            if status is not None:
-                raise MirrordError(f"Spark's JVM exited with status {status}") from None
+            self._check_jvm()
             log.warning("Spark does not answer: %s", one_line(str(exc)))
             return False
         stalled = running > self.settings.stall_timeout_ms / 1e3

@@ -36,10 +36,10 @@ def leader_group(group_id: str) -> str:
 
 
 class Leadership:
-    def __init__(self, settings: Mapping[str, str], group_id: str, session_timeout_ms: int, stop: threading.Event):
+    def __init__(self, settings: Mapping[str, str], group_id: str, session_timeout_ms: int):
         self.topic = leader_topic(group_id)
         self.group = leader_group(group_id)
-        self._stop = stop
+        self._closing = threading.Event()
         self._active = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer = Consumer({
@@ -72,13 +72,15 @@ class Leadership:
             self._active.clear()
 
     def _loop(self) -> None:
-        """Rebalance callbacks are served by poll(); no record is ever read (the topic stays empty)."""
-        while not self._stop.is_set():
+        """Rebalance callbacks are served by poll(); no record is ever read (the topic stays empty). It goes
+        on while mirrord stops (a stop may wait for the target's acknowledgements) until close()."""
+        while not self._closing.is_set():
             try:
                 self._consumer.poll(0.5)
             except KafkaException as exc:
                 log.warning("leader election: %s", exc.args[0].str())
-        self._active.clear()
+            except RuntimeError:  # closed meanwhile
+                break
 
     def held_elsewhere(self, target: admin.Cluster) -> bool:
         """Whether another member holds the election's partition now: this host's loss was a hand-over, not
@@ -88,8 +90,9 @@ class Leadership:
 
     def close(self) -> None:
         """Leave the group now, so a standby takes over without waiting for the session to expire
-        (called once the query has stopped, with the daemon's stop event set)."""
+        (called once the query has stopped)."""
         self._active.clear()
+        self._closing.set()
         if self._thread is not None:
             self._thread.join(5)
         try:
@@ -102,10 +105,9 @@ class Election:
     """This host's part in the flow's election (leader.election.enabled): joins it on first use, then says
     whether this host may mirror. Off, every host may."""
 
-    def __init__(self, settings, target, stop: threading.Event):
+    def __init__(self, settings, target):
         self.settings = settings  # the flow's Settings
         self.target = target  # admin.Cluster of the target, where the election lives
-        self._stop = stop
         self.leadership: Leadership | None = None
         self.joined_at = 0.0
 
@@ -119,7 +121,7 @@ class Election:
             return True
         if self.leadership is None:
             admin.ensure_internal_topic(self.target, leader_topic(s.group_id), "leader election")
-            self.leadership = Leadership(admin_settings, s.group_id, s.leader_session_timeout_ms, self._stop)
+            self.leadership = Leadership(admin_settings, s.group_id, s.leader_session_timeout_ms)
             self.leadership.start()
             self.joined_at = time.monotonic()
         return self.leadership.is_active()

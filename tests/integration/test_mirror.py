@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from tests.harness.kafka import run_class
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
+from tests.harness.notify import NotifySocket
 from tests.harness.records import (
     commit_offsets,
     committed_offsets,
@@ -110,6 +111,24 @@ def test_a_topic_created_while_running_is_mirrored_without_restart(kafka_pair, m
     wait_until(lambda: count(target.bootstrap, topic) >= 200, 120, "the new topic mirrored")
     assert_same_records(source.bootstrap, target.bootstrap, topic)
     assert mirror.alive()
+
+
+def test_partitions_added_on_the_source_are_added_on_the_target_and_mirrored_to_the_same_numbers(
+        kafka_pair, mirror):
+    from confluent_kafka.admin import NewPartitions
+
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-grown"
+    create_topic(source.bootstrap, topic, 2)
+    produce(source.bootstrap, topic, varied_records(100, 2, seed=5))
+    wait_until(lambda: count(target.bootstrap, topic) >= 100, 120, "the topic mirrored")
+    admin = AdminClient({"bootstrap.servers": source.bootstrap})
+    admin.create_partitions([NewPartitions(topic, 4)])[topic].result()
+    wait_until(lambda: topic_partitions(source.bootstrap, topic) == 4, 30, "4 partitions on the source")
+    produce(source.bootstrap, topic, varied_records(200, 4, seed=6))
+    wait_until(lambda: topic_partitions(target.bootstrap, topic) == 4, 60, "4 partitions on the target")
+    wait_until(lambda: count(target.bootstrap, topic) >= 300, 120, "the new partitions' records mirrored")
+    assert_same_records(source.bootstrap, target.bootstrap, topic)
 
 
 def topic_own_configs(bootstrap: str, topic: str) -> dict[str, str]:
@@ -326,3 +345,38 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
         assert daemon.stop() == 0
     finally:
         daemon.stop()
+
+
+@pytest.mark.parametrize(("master", "mode", "why"), [
+    ("", "real-time", "3 source partitions, 32 task slots"),
+    ("local[3]", "micro-batch", "3 source partitions need 4 task slots in real-time mode, the Spark master has 3"),
+])
+def test_the_trigger_mode_and_why_are_in_the_log_the_status_and_a_metric_and_both_modes_mirror_faithfully(
+        kafka_pair, unique, tmp_path, master, mode, why):
+    source, target = kafka_pair
+    topic = unique("mode")
+    create_topic(source.bootstrap, topic, 3)
+    sent = [{"partition": i % 3, "key": f"k{i}".encode(), "value": f"v{i}".encode(), "headers": [("h", b"\x00")],
+             "timestamp": 1_700_000_000_000 + i} for i in range(300)]
+    produce(source.bootstrap, topic, sent)
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=unique("mode-group"),
+                        conf={"spark.master": master})
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon = Mirrord(config, env=notify.env()).start()
+    try:
+        daemon.wait_ready()
+        wait_until(lambda: count(target.bootstrap, topic) >= 300, 120, "the topic copied")
+        assert f"INFO mirrord: {mode} mode: {why}" in daemon.output(), daemon.output()[-3000:]
+        other = "micro-batch" if mode == "real-time" else "real-time"
+        metrics = daemon.metrics()
+        assert (metric_value(metrics, "mirrord_mode", mode=mode), metric_value(metrics, "mirrord_mode", mode=other)) \
+            == (1, 0)
+        wait_until(lambda: any(f"{mode} mode" in line for line in notify.lines("STATUS=")), 30, "the mode in STATUS")
+        copied = read_all(target.bootstrap, topic)
+        original = read_all(source.bootstrap, topic)
+        assert {p: [r.fields() for r in rs] for p, rs in copied.items()} == \
+            {p: [r.fields() for r in rs] for p, rs in original.items()}
+        assert daemon.stop() == 0
+    finally:
+        daemon.stop()
+        notify.close()
