@@ -131,6 +131,13 @@ def sink_options(cfg: ClientConfig) -> tuple[dict[str, str], dict[str, str]]:
         options["enable.idempotence"] = "false"
     if options["enable.idempotence"] == "false":
         options.setdefault("max.in.flight.requests.per.connection", "1")  # keep order across retries
+        in_flight = options["max.in.flight.requests.per.connection"]
+        if in_flight != "1":  # Kafka's client judges the number itself; any other valid value is above 1
+            raise cfg.error("max.in.flight.requests.per.connection",
+                            f"must be 1 without the idempotent producer, got {in_flight!r}: a retried request "
+                            "could land after the next one, and the offset syncs would pair source and target "
+                            "offsets wrongly (a failed-over group could skip records); set 1, or "
+                            "enable.idempotence=true with acks=all")
     others = [c.strip() for c in options.pop("interceptor.classes", "").split(",") if c.strip()]
     options["interceptor.classes"] = ",".join([INTERCEPTOR, *[c for c in others if c != INTERCEPTOR]])
     return {f"kafka.{k}": v for k, v in options.items()}, ignored

@@ -93,6 +93,9 @@ CASES: dict[str, Case] = {
                                   producer="bootstrap.servers=127.0.0.1:9\n"),
     "idempotence-weak-acks": Case(("producer.properties", "acks", "enable.idempotence=true needs acks=all"),
                                   producer=PRODUCER + "enable.idempotence=true\nacks=1\n"),
+    "acks-reordered": Case(("producer.properties", "max.in.flight.requests.per.connection",
+                            "must be 1 without the idempotent producer"),
+                           producer=PRODUCER + "enable.idempotence=false\nmax.in.flight.requests.per.connection=5\n"),
     "auto-commit-on": Case(("consumer.properties", "enable.auto.commit", "mirrord commits offsets"),
                            consumer=CONSUMER + "enable.auto.commit=true\n"),
     # .properties files

@@ -77,6 +77,20 @@ def test_producer_keys_the_sink_cannot_take_are_refused_with_file_and_key(key, v
     assert str(exc.value).startswith(f"/etc/mirrord/x.properties: {key}: ") and message in str(exc.value)
 
 
+@pytest.mark.parametrize("settings", [
+    {"enable.idempotence": "false", "max.in.flight.requests.per.connection": "5"},
+    {"acks": "1", "max.in.flight.requests.per.connection": "2"},
+])
+def test_a_producer_that_could_reorder_acknowledgements_is_refused(settings):
+    """Offset syncs pair records in acknowledgement order: a retried request landing after its successor
+    would pair them wrongly, and a failed-over group could skip records."""
+    with pytest.raises(ConfigError, match="x.properties: max.in.flight.requests.per.connection: must be 1 without "
+                                          "the idempotent producer"):
+        sink_options(cfg(**settings))
+    ok, _ = sink_options(cfg(**{"max.in.flight.requests.per.connection": "5"}))  # idempotent: ordered by Kafka
+    assert ok["kafka.max.in.flight.requests.per.connection"] == "5"
+
+
 def test_idempotence_asked_for_with_weak_acks_is_a_config_error():
     with pytest.raises(ConfigError, match="x.properties: acks: enable.idempotence=true needs acks=all"):
         sink_options(cfg(acks="1", **{"enable.idempotence": "true"}))
