@@ -27,15 +27,16 @@ from mirrord.admin import TP, Cluster, OffsetSyncsReader, TopicReader, ensure_in
 from mirrord.errors import MirrordError
 from mirrord.offsets import OffsetSyncStore
 from mirrord.policy import Policy, selects
+from mirrord.policy import checkpoints_topic as mm2_checkpoints_topic
 
 log = logging.getLogger(__name__)
 VERSION = 0
 _ROUNDS = threading.Lock()  # one round at a time: a round closes the group clients it opened
 
 
-def checkpoints_topic(source_alias: str) -> str:
+def checkpoints_topic(source_alias: str, separator: str = ".") -> str:
     """MirrorMaker 2's name (DefaultReplicationPolicy.checkpointsTopic)."""
-    return f"{source_alias}.checkpoints.internal"
+    return mm2_checkpoints_topic(source_alias, separator)
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ class Daemon:
         self.election = Election(s, self.target)
         self.positions = Positions(self.source, s.group_id, self.metrics, self.election.active)
         self.translation = checkpoints.GroupTranslation(self.source, self.target, self.flow.offset_syncs_topic,
-                                                        checkpoints.checkpoints_topic(s.source_alias))
+                                                        checkpoints.checkpoints_topic(s.source_alias, s.separator))
         self.clusters = ClusterWatch([self.source, self.target], self.metrics, self._stop)
         self.clusters.start()
         self.master = s.spark_master or f"local[{self._local_slots()}]"

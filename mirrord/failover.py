@@ -20,7 +20,7 @@ from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.flow import offset_syncs_topic
 from mirrord.offsets import OffsetSyncStore
-from mirrord.policy import make_policy, subscribe_pattern
+from mirrord.policy import make_policy, selects, subscribe_pattern
 
 EX_TEMPFAIL = 75
 
@@ -78,7 +78,13 @@ def run(settings: Settings, group: str, topic_regex: str | None, apply: bool,
         if syncs_topic not in target.partitions():
             raise MirrordError(f"no offset syncs on the target ({syncs_topic} does not exist): has this flow "
                                "mirrored anything yet?")
-        topics = source.partitions(subscribe_pattern(settings.whitelist, policy))
+        topics = source.partitions(subscribe_pattern(settings.whitelist, policy, settings.topics_exclude,
+                                                     settings.separator))
+        if settings.topics_exclude:  # the whitelist takes them, topics.exclude keeps them out: never in the target
+            excluded = sorted(t for t in source.partitions(settings.topics_exclude) if t not in topics
+                              and selects(settings.whitelist, t) and (not topic_regex or re.fullmatch(topic_regex, t)))
+            if excluded:
+                write(f"not mirrored by this flow (topics.exclude), so not translated: {', '.join(excluded)}")
         if topic_regex:
             topics = {t: n for t, n in topics.items() if re.fullmatch(topic_regex, t)}
         committed = source.committed(group, topics)

@@ -18,6 +18,7 @@ from mirrord import translate
 from mirrord.config import ClientConfig, Settings
 from mirrord.errors import MirrordError
 from mirrord.policy import Policy, make_policy, subscribe_pattern
+from mirrord.policy import offset_syncs_topic as mm2_offset_syncs_topic
 from mirrord.redact import SECRET_KEY, dataclass_repr, redact
 from mirrord.spark import connector_jars
 
@@ -66,7 +67,7 @@ def _jaas_login(lines: list[str]) -> translate.JaasLogin | None:
 
 def offset_syncs_topic(settings: Settings) -> str:
     """MirrorMaker 2's name for offset syncs kept on the target cluster (offset-syncs.topic.location=target)."""
-    return f"mm2-offset-syncs.{settings.source_alias}.internal"
+    return mm2_offset_syncs_topic(settings.source_alias, settings.separator)
 
 
 @dataclass(frozen=True)
@@ -113,5 +114,6 @@ class Flow:
             "kafka.mirrord.offset.lag.max": str(settings.offset_lag_max),
             "kafka.mirrord.source.topic.prefix": policy.target_prefix,
         })
-        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy, settings.topics_exclude), source,
+        return cls(settings, policy, subscribe_pattern(settings.whitelist, policy, settings.topics_exclude,
+                                                       settings.separator), source,
                    sink, source_admin, target_admin)

@@ -141,7 +141,8 @@ class Lease:
     slow admin call still holds it; one whose interpreter stopped or hung (every thread with it) does not,
     and its JVM fences itself once the lease lapses."""
 
-    EVERY = 0.5
+    EVERY = 0.25
+    SLOW = 1.0  # a renewal that takes longer than this is worth a line in the journal
 
     def __init__(self, spark, valid_for_ms: int, stop: threading.Event):
         self.spark = spark
@@ -151,12 +152,22 @@ class Lease:
         threading.Thread(target=self._loop, name="lease", daemon=True).start()
 
     def _loop(self) -> None:
+        last = time.monotonic()
         while not self._stop.wait(self.EVERY):
-            if self.held:
-                try:
-                    renew_lease(self.spark, self.valid_for_ms)
-                except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the supervisor sees it
-                    log.debug("cannot renew the lease: %s", exc)
+            if not self.held:
+                last = time.monotonic()
+                continue
+            began = time.monotonic()
+            try:
+                renew_lease(self.spark, self.valid_for_ms)
+            except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the supervisor sees it
+                log.warning("cannot renew the lease (%.1fs since the last renewal): %s", began - last, exc)
+                continue
+            done = time.monotonic()
+            if done - last > self.SLOW + self.EVERY:
+                log.warning("the lease was renewed %.1fs after the last renewal (the call took %.1fs)", done - last,
+                            done - began)
+            last = done
 
     def hold(self) -> None:
         renew_lease(self.spark, self.valid_for_ms)

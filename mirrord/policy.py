@@ -11,9 +11,20 @@ import re
 from dataclasses import dataclass
 
 
-def is_internal(topic: str) -> bool:
-    """Kafka's own topics (`__consumer_offsets`, ...) and MirrorMaker 2's `*.internal` topics."""
-    return topic.startswith("__") or topic.endswith(".internal")
+def is_internal(topic: str, separator: str = ".") -> bool:
+    """Kafka's own topics (`__consumer_offsets`, ...) and MirrorMaker 2's internal topics: `*.internal`, and
+    `*<separator>internal` as DefaultReplicationPolicy names them with its separator."""
+    return topic.startswith("__") or topic.endswith(".internal") or topic.endswith(f"{separator}internal")
+
+
+def offset_syncs_topic(source_alias: str, separator: str = ".") -> str:
+    """MirrorMaker 2's DefaultReplicationPolicy.offsetSyncsTopic (internal topic separator enabled, its default)."""
+    return f"mm2-offset-syncs{separator}{source_alias}{separator}internal"
+
+
+def checkpoints_topic(source_alias: str, separator: str = ".") -> str:
+    """MirrorMaker 2's DefaultReplicationPolicy.checkpointsTopic, which RemoteClusterUtils reads."""
+    return f"{source_alias}{separator}checkpoints{separator}internal"
 
 
 @dataclass(frozen=True)
@@ -69,7 +80,7 @@ def make_policy(name: str, source_alias: str, target_alias: str, separator: str)
     return IdentityPolicy()
 
 
-def subscribe_pattern(whitelist: str, policy: Policy, exclude: str = "") -> str:
+def subscribe_pattern(whitelist: str, policy: Policy, exclude: str = "", separator: str = ".") -> str:
     """One regex, valid in Java and Python, for Spark's `subscribePattern` and for our own listing.
 
     Internal topics, cycles and `topics.exclude` (a whole-name regex, applied after the whitelist as
@@ -80,7 +91,8 @@ def subscribe_pattern(whitelist: str, policy: Policy, exclude: str = "") -> str:
     the flow itself are seen to be alive.
     """
     excluded = f"(?!(?:{exclude})$)" if exclude else ""
-    return (f"^(?!__)(?!.*\\.internal$){policy.exclusion_regex()}{excluded}"
+    internal = "\\.internal" if separator == "." else f"(?:\\.|{re.escape(separator)})internal"
+    return (f"^(?!__)(?!.*{internal}$){policy.exclusion_regex()}{excluded}"
             f"(?:{whitelist}|{policy.heartbeats_regex()})$")
 
 

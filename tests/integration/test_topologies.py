@@ -239,3 +239,4 @@ def test_a_group_a_few_records_behind_fails_over_exactly_onto_a_prefilled_target
         return {(line.split()[0], int(line.split()[1])): int(line.split()[2]) for line in done.stdout.splitlines()}
     wait_until(lambda: remote_cluster_utils() == {(copy, p): o for p, o in expected.items()}, 60,
                "RemoteClusterUtils.translateOffsets to read the checkpoints", interval=2)
+

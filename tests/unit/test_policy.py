@@ -1,9 +1,14 @@
 import re
 
+import pytest
+
 from mirrord.policy import (
     IdentityPolicy,
     PrefixPolicy,
+    checkpoints_topic,
     is_internal,
+    make_policy,
+    offset_syncs_topic,
     selects,
     subscribe_pattern,
     topic_config_changes,
@@ -94,3 +99,22 @@ def test_a_config_deleted_on_the_source_is_deleted_on_the_target_only_where_mirr
     assert topic_config_deletions(before, now, target) == {"segment.ms"}
     assert topic_config_deletions(before, now, {**target, "segment.ms": "60000"}) == set(), "changed on the target"
     assert topic_config_deletions({}, now, target) == set(), "set only on the target"
+
+
+@pytest.mark.parametrize(("separator", "syncs", "checkpoints"), [
+    (".", "mm2-offset-syncs.eu.internal", "eu.checkpoints.internal"),
+    ("_", "mm2-offset-syncs_eu_internal", "eu_checkpoints_internal"),
+])
+def test_internal_topics_are_named_with_the_separator_as_mirrormaker_2s_default_policy(separator, syncs, checkpoints):
+    """DefaultReplicationPolicy with replication.policy.internal.topic.separator.enabled (its default): what
+    RemoteClusterUtils.translateOffsets looks for, given the same separator."""
+    assert offset_syncs_topic("eu", separator) == syncs
+    assert checkpoints_topic("eu", separator) == checkpoints
+    assert is_internal(syncs, separator) and is_internal(checkpoints, separator)
+
+
+def test_internal_topics_of_either_separator_are_never_mirrored():
+    pattern = subscribe_pattern(".*", make_policy("prefix", "eu", "us", "_"), separator="_")
+    for topic in ("mm2-offset-syncs_eu_internal", "eu_checkpoints_internal", "x.internal", "__consumer_offsets"):
+        assert not selects(pattern, topic), topic
+    assert selects(pattern, "orders") and selects(pattern, "internal_audit")
