@@ -20,6 +20,7 @@ from confluent_kafka.admin import (
 )
 
 from mirrord.errors import ClusterUnavailable, MirrordError
+from mirrord.kafkalog import with_logger
 from mirrord.offsets import OffsetSync, decode
 from mirrord.policy import Policy, selects, topic_configs_to_copy
 
@@ -54,11 +55,12 @@ class Cluster:
     def __init__(self, name: str, settings: Mapping[str, str]):
         self.name = name
         self.bootstrap = settings.get("bootstrap.servers", "")
-        self.settings = dict(settings)
+        self.settings = with_logger(dict(settings))
         self.admin = AdminClient(self.settings)
         self._groups: dict[str, Consumer] = {}
 
     def check(self, timeout: float = TIMEOUT) -> None:
+        self.admin.poll(0)  # its log lines (mirrord.kafka), which wait for a poll
         try:
             md = self.admin.list_topics(timeout=timeout)
         except KafkaException as exc:
@@ -157,7 +159,9 @@ class Cluster:
     def committed(self, group: str, topics: Mapping[str, int]) -> dict[TP, int]:
         """The group's committed offsets for these topics' partitions (absent where none)."""
         tps = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
-        result = retrying(lambda: self._group_client(group).committed(tps, timeout=TIMEOUT))
+        client = self._group_client(group)
+        client.poll(0)  # serves its log lines; it never subscribes, so nothing is consumed
+        result = retrying(lambda: client.committed(tps, timeout=TIMEOUT))
         return {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
 
     def commit(self, group: str, offsets: Mapping[TP, int]) -> None:
@@ -165,7 +169,9 @@ class Cluster:
         if not offsets:
             return
         tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-        result = retrying(lambda: self._group_client(group).commit(offsets=tps, asynchronous=False))
+        client = self._group_client(group)
+        client.poll(0)  # serves its log lines
+        result = retrying(lambda: client.commit(offsets=tps, asynchronous=False))
         failed = [tp for tp in result or () if tp.error is not None]
         if failed:
             raise MirrordError(f"committing group {group!r} on {self.name}: {failed[0].error}")

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException
 
 from mirrord import admin
+from mirrord.kafkalog import with_logger
 from mirrord.spark import release_lease, renew_lease, revoke_lease
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class Leadership:
         self._active = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer = Consumer({
-            **settings,
+            **with_logger(dict(settings)),
             "group.id": self.group,
             "session.timeout.ms": session_timeout_ms,
             "heartbeat.interval.ms": max(100, session_timeout_ms // 5),
