@@ -26,9 +26,19 @@ def python_home() -> Path:
     return Path(os.path.realpath(VENV / "bin" / "python3")).parents[1]
 
 
+# The container's /tmp is a tmpfs of its own, which would hide a tree cloned under the host's /tmp: such a
+# tree is bound here instead, and reached at its own path through a symlink (and, in the unit's private
+# /tmp, a bind).
+TREE_ELSEWHERE = "/opt/mirrord-tree"
+
+
+def _under_tmp() -> bool:
+    return ROOT.is_relative_to("/tmp")
+
+
 def tree_binds() -> list[str]:
     """Read-only binds that let the container run mirrord from this tree without network."""
-    binds = [str(ROOT), "/usr/lib/jvm", str(python_home())]
+    binds = [f"{ROOT}:{TREE_ELSEWHERE}" if _under_tmp() else str(ROOT), "/usr/lib/jvm", str(python_home())]
     binds += [p for p in JDK_ETC if Path(p).exists()]
     return binds
 
@@ -38,11 +48,17 @@ def from_tree_dropin() -> str:
     home = python_home()
     if home.is_relative_to("/root") or home.is_relative_to("/home"):
         lines += ["ProtectHome=tmpfs", f"BindReadOnlyPaths={home}"]
+    if _under_tmp():  # PrivateTmp= gives the unit an empty /tmp: the tree is bound into it where it lives
+        lines += [f"BindReadOnlyPaths={TREE_ELSEWHERE}:{ROOT}"]
     return "\n".join(lines) + "\n"
 
 
 def boot() -> Container:
-    return Container(ensure_rootfs(), bind_ro=tree_binds()).start()
+    c = Container(ensure_rootfs(), bind_ro=tree_binds()).start()
+    if _under_tmp():
+        c.run("mkdir", "-p", str(ROOT.parent))
+        c.run("ln", "-s", TREE_ELSEWHERE, str(ROOT))
+    return c
 
 
 def install_from_tree(c: Container, dropin: bool = True) -> None:
