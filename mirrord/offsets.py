@@ -14,6 +14,7 @@ re-read but never skips.
 
 from __future__ import annotations
 
+import bisect
 import json
 import struct
 from collections.abc import Iterable, Sequence
@@ -52,16 +53,26 @@ def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]]
 
 
 def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
-    """Target offset for a source group offset, or None when no sync is at or below it."""
-    best = None
-    for sync in syncs:
-        if sync.first <= group_offset <= sync.upstream:
-            return sync.downstream - (sync.upstream - group_offset)  # inside a contiguous run: exact
-        if sync.upstream <= group_offset and (best is None or sync.upstream > best.upstream):
-            best = sync
-    if best is None:
+    """Target offset for a source group offset, or None when no sync is at or below it.
+
+    Never ahead: every record at or after the group's offset that a sync shows copied has a copy at or
+    after the answer. So the answer is the lowest of: the position of the group's offset in every run
+    that covers it, and the first position of every run entirely above it (several writers, a replay, a
+    late writer's records, a recreated target topic: each run is a copy, and the group must not pass
+    any of them); where no run covers the group's offset, MirrorMaker 2's rule (KAFKA-12468) for the
+    newest sync below it, its target offset + 1, never extrapolated. With one writer copying one for one
+    (a contiguous run), the lowest is its own position: exact.
+    """
+    syncs = list(syncs)
+    if not any(s.upstream <= group_offset for s in syncs):
         return None
-    return best.downstream if group_offset == best.upstream else best.downstream + 1
+    candidates = [s.downstream - (s.upstream - max(group_offset, s.first)) for s in syncs
+                  if s.upstream >= group_offset]
+    covered = any(s.first <= group_offset <= s.upstream for s in syncs)
+    if not covered:
+        best = max((s for s in syncs if s.upstream <= group_offset), key=lambda s: s.upstream)
+        candidates.append(best.downstream if group_offset == best.upstream else best.downstream + 1)
+    return min(candidates)
 
 
 def _least_needed(syncs: list[OffsetSync]) -> int:
@@ -75,16 +86,17 @@ def _least_needed(syncs: list[OffsetSync]) -> int:
 
 
 class OffsetSyncStore:
-    """Recent syncs per partition, newest last; a rewind upstream (re-mirroring) drops later ones."""
+    """Recent syncs per partition, by source offset. A sync below a later one is kept, not dropped: it may be
+    another writer's (a host that took over, a late one), whose copies translation must not pass."""
 
     def __init__(self) -> None:
         self._syncs: dict[tuple[str, int], list[OffsetSync]] = {}
 
     def add(self, sync: OffsetSync) -> None:
         syncs = self._syncs.setdefault((sync.topic, sync.partition), [])
-        while syncs and syncs[-1].upstream >= sync.upstream:
-            syncs.pop()
-        syncs.append(sync)
+        if sync in syncs:
+            return
+        bisect.insort(syncs, sync, key=lambda s: s.upstream)
         if len(syncs) > MAX_SYNCS_PER_PARTITION:
             del syncs[_least_needed(syncs)]
 

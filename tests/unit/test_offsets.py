@@ -20,13 +20,39 @@ def test_translation_never_extrapolates_and_never_skips():
     assert translate(syncs, 500) == 51
 
 
-def test_store_drops_syncs_above_a_rewind():
+def test_a_replay_keeps_the_first_copy_and_translation_does_not_pass_it():
     store = OffsetSyncStore()
     for up, down in ((0, 0), (10, 10), (20, 20)):
         store.add(OffsetSync("t", 1, up, down))
     store.add(OffsetSync("t", 1, 15, 30))  # replayed batch after a crash: written again, later in the target
-    assert [(s.upstream, s.downstream) for s in store.syncs("t", 1)] == [(0, 0), (10, 10), (15, 30)]
-    assert store.translate("t", 1, 17) == 31
+    assert [(s.upstream, s.downstream) for s in store.syncs("t", 1)] == [(0, 0), (10, 10), (15, 30), (20, 20)]
+    assert store.translate("t", 1, 17) == 20  # 17..19 again after the replay's 30: re-read, never skipped
+
+
+def test_a_late_writers_records_after_a_take_over_do_not_move_a_group_past_the_new_writers():
+    """Issue 16, scenario 1: host A copies 1000..1049 to 5000..5049 with 1050..1099 still buffered; B takes
+    over from the group's 1000 and writes 1000..1199 at 5050..5249; A's buffered 1050..1099 land at
+    5250..5299. A group at 1150 must resume at B's copy of 1150 (5200), one at 1060 at B's 1060 (5110)."""
+    a1 = OffsetSync("t", 0, 1049, 5049, run_start=1000)
+    b = [OffsetSync("t", 0, 1000, 5050, run_start=1000), OffsetSync("t", 0, 1099, 5149, run_start=1000),
+         OffsetSync("t", 0, 1199, 5249, run_start=1000)]
+    a2 = [OffsetSync("t", 0, 1050, 5250, run_start=1050), OffsetSync("t", 0, 1099, 5299, run_start=1050)]
+    for arrival in ([a1, *b, *a2], [a1, *a2, *b], [*b, a1, *a2]):  # however the syncs were written and read
+        store = OffsetSyncStore()
+        for sync in arrival:
+            store.add(sync)
+        assert store.translate("t", 0, 1150) == 5200
+        assert store.translate("t", 0, 1060) == 5110
+        assert store.translate("t", 0, 1010) == 5010  # A's own first copy of 1010: re-reads B's copies too
+
+
+def test_a_recreated_target_topic_is_read_from_its_start_by_a_group_behind_the_recreation():
+    """Issue 16, scenario 4: syncs of the deleted topic (0..999 at 0..999) stay in the store; the new topic
+    got 1000.. at 0..: a group at 300 must read the new topic from its start, not from 300."""
+    syncs = [OffsetSync("t", 0, 0, 0, run_start=0), OffsetSync("t", 0, 999, 999, run_start=0),
+             OffsetSync("t", 0, 1000, 0, run_start=1000), OffsetSync("t", 0, 1499, 499, run_start=1000)]
+    assert translate(syncs, 300) == 0
+    assert translate(syncs, 1200) == 200  # inside the new topic's run: exact
 
 
 def test_inside_a_contiguous_run_translation_is_exact_even_when_target_offsets_differ():
