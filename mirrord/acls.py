@@ -2,9 +2,11 @@
 (`sync.topic.acls.enabled`, default false as Strimzi advises; every
 `sync.topic.acls.interval.seconds`, 600).
 
-Literal and prefixed ACLs on the mirrored topics are created on the target under the target topic's
-name. ALLOW WRITE is not copied (only mirrord writes a mirror), and ALLOW ALL becomes ALLOW READ:
-consumers keep their access after a failover, producers do not get one to a copy. ACLs are only
+Literal ACLs on the mirrored topics are created on the target under the target topic's name. Prefixed
+ACLs are not copied, as MirrorMaker 2 (MirrorSourceConnector keeps PatternType.LITERAL only): a copied
+prefix covers every topic of that name on the target, its own local topics too. ALLOW WRITE is not
+copied (only mirrord writes a mirror), and ALLOW ALL becomes ALLOW READ: consumers keep their access
+after a failover, producers do not get one to a copy. ACLs are only
 added, never deleted (MirrorMaker 2 neither), and creating one that exists changes nothing.
 """
 
@@ -36,7 +38,7 @@ class TopicAcl:
     """One topic ACL as plain data: names as Kafka's kafka-acls tool prints them."""
 
     name: str
-    pattern_type: str  # LITERAL or PREFIXED
+    pattern_type: str  # LITERAL, PREFIXED (not copied)
     principal: str
     host: str
     operation: str  # READ, WRITE, ALL, DESCRIBE, ...
@@ -47,8 +49,8 @@ def target_acls(source: Iterable[TopicAcl], policy: Policy, whitelist: str) -> l
     """The ACLs a target gets for the source's topic ACLs (MirrorMaker 2's rules)."""
     out = set()
     for acl in source:
-        if acl.pattern_type not in ("LITERAL", "PREFIXED") or acl.name == "*":
-            continue  # wildcards and MATCH filters: no topic name to map
+        if acl.pattern_type != "LITERAL" or acl.name == "*":
+            continue  # prefixed: would reach the target's own topics; wildcards: no topic name to map
         if not selects(whitelist, acl.name) or policy.is_cycle(acl.name):
             continue
         if acl.permission == "ALLOW" and acl.operation == "WRITE":
