@@ -188,17 +188,21 @@ def _spark_env() -> dict[str, str]:
 
 @dataclass
 class SparkBuiltin(Contender):
+    """Spark's own Kafka source into its own Kafka sink, no fidelity: the reference for each trigger mode."""
+
     name: str = "spark-builtin"
     label: str = "spark built-in sink (loses timestamps)"
     creates_topics: bool = False
+    mode: str = "micro-batch"  # or "async" (async progress tracking, 5 000 records a poll), "real-time"
 
     def available(self) -> str | None:
         return None if any((JARS / "spark").glob("spark-sql-kafka-0-10_2.13-*.jar")) else "spark kafka jars missing"
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        slots = ctx.partitions + 1 if self.mode == "real-time" else ctx.streams  # a task per partition, a spare
         return ([sys.executable, "-m", "bench.spark_builtin", "--source", ctx.source, "--target", ctx.target,
                  "--pattern", run.pattern, "--checkpoint", str(run.workdir / "checkpoint"),
-                 "--master", f"local[{ctx.streams}]",
+                 "--master", f"local[{slots}]", "--mode", self.mode,
                  *[f"--producer={k}={v}" for k, v in PRODUCER.items()]],
                 _spark_env())
 
@@ -250,7 +254,10 @@ def all_contenders() -> list[Contender]:
         out.append(Mirrord(name=f"mirrord-{name}", label=f"mirrord ({name})", conf=conf))
     out += [Mirrord(name=TRANSFORM, label="mirrord (filter + mask transform)", sections=TRANSFORM_SECTIONS,
                     workloads=("backfill-100",), drops=True),
-            SparkBuiltin(), MirrorMaker1(), Kcat()]
+            SparkBuiltin(),
+            SparkBuiltin(name="spark-async", label="spark built-in sink, micro-batch, async progress", mode="async"),
+            SparkBuiltin(name="spark-realtime", label="spark built-in sink, real-time mode", mode="real-time"),
+            MirrorMaker1(), Kcat()]
     return out
 
 

@@ -1,7 +1,8 @@
 """Reference contender: Spark's own Kafka source straight into Spark's own Kafka sink, all in the JVM.
 
-The sink's columns are topic, key, value, headers and partition: it has no timestamp column in
-Spark 4.0, so every copy gets a new CreateTime. That is why mirrord does not use it.
+The sink's columns are topic, key, value, headers and partition: it has no timestamp column, so every
+copy gets a new CreateTime. That is why mirrord does not use it as it is. `--mode` runs it as micro-batch,
+micro-batch with async progress tracking, or real-time mode (master local[partitions + 1]).
 Run as `python -m bench.spark_builtin --source S --target T --pattern RE --checkpoint DIR`.
 """
 
@@ -23,13 +24,17 @@ def main() -> None:
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--producer", action="append", default=[], help="key=value, passed as kafka.<key>")
+    ap.add_argument("--mode", choices=("micro-batch", "async", "real-time"), default="micro-batch")
     a = ap.parse_args()
     spark = (SparkSession.builder.master(a.master).appName("bench-spark-builtin")
              .config("spark.jars", ",".join(str(j) for j in sorted(SPARK_JARS.glob("*.jar"))))
              .config("spark.ui.enabled", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("WARN")
-    records = (spark.readStream.format("kafka")
+    reader = spark.readStream.format("kafka")
+    if a.mode == "async":
+        reader = reader.option("kafka.max.poll.records", "5000")
+    records = (reader
                .option("kafka.bootstrap.servers", a.source)
                .option("subscribePattern", a.pattern)
                .option("startingOffsets", "earliest")
@@ -42,6 +47,10 @@ def main() -> None:
     for kv in a.producer:
         key, _, value = kv.partition("=")
         writer = writer.option(f"kafka.{key}", value)
+    if a.mode == "async":
+        writer = writer.option("asyncProgressTrackingEnabled", "true")
+    elif a.mode == "real-time":
+        writer = writer.outputMode("update").trigger(realTime="30 seconds")
     writer.start().awaitTermination()
 
 

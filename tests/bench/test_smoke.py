@@ -13,7 +13,7 @@ from __future__ import annotations
 from bench import report, run
 
 PLAN = ("kcat,mm1:backfill-100,mm2:backfill-100,mm2-streams:steady,mirrord:steady,spark-builtin:backfill-100,"
-        "mirrord-transform:backfill-100")
+        "mirrord-transform:backfill-100,spark-realtime:steady,spark-async:backfill-100")
 
 
 def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_path):
@@ -34,7 +34,7 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert {c: sorted(ws) for c, ws in runs.items()} == {
         "kcat": ["backfill-100", "steady"], "mm1": ["backfill-100"], "mm2": ["backfill-100"],
         "mm2-streams": ["steady"], "mirrord": ["steady"], "spark-builtin": ["backfill-100"],
-        "mirrord-transform": ["backfill-100"]}
+        "mirrord-transform": ["backfill-100"], "spark-realtime": ["steady"], "spark-async": ["backfill-100"]}
     for workload, res in [(w, r) for ws in runs.values() for w, r in ws.items()]:
         assert res["cpu_seconds"] > 0 and res["peak_rss_bytes"] > 0
         if workload == "steady":
