@@ -59,12 +59,14 @@ public final class Fence {
     }
 
     private static void watch() {
+        Long fencedLease = null;  // the lease a lapse was acted on for: only reached in tests, where it returns
         while (true) {
-            if (!open()) {
+            long lease = expiresAt;
+            if (!open() && (fencedLease == null || fencedLease != lease)) {
                 log.error("mirrord's lease lapsed (this host lost the flow's election, or its supervisor stopped "
                         + "renewing it): halting, so that records still buffered are never delivered");
                 onLapse.run();
-                armed = false;  // only reached in tests
+                fencedLease = lease;
             }
             LockSupport.parkNanos(CHECK_NANOS);
         }
