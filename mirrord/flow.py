@@ -85,6 +85,11 @@ class Flow:
     __repr__ = dataclass_repr
 
     @property
+    def name(self) -> str:
+        """The flow's name (`flow`), the label of its metrics."""
+        return self.settings.flow
+
+    @property
     def offset_syncs_topic(self) -> str:
         return offset_syncs_topic(self.settings)
 

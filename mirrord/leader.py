@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaException
 
 from mirrord import admin
 from mirrord.kafkalog import with_logger
-from mirrord.spark import release_lease, renew_lease, revoke_lease
+from mirrord.spark import release_lease, renew_lease, revoke_lease, wait_jvm_exit
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +127,17 @@ class Election:
             self.joined_at = time.monotonic()
         return self.leadership.is_active()
 
-    def handed_over(self) -> bool:
-        """Whether another host holds the flow now (this one lost it while mirroring)."""
-        return self.leadership is not None and self.leadership.held_elsewhere(self.target)
+    def handed_over(self, target_up: bool) -> bool:
+        """Whether another host holds the flow now (this one lost it while mirroring). While the target
+        (where the election lives) is unreachable, or the group shows no other holder, this host's lapsed
+        session is an outage's, and it rejoins: an outage is a state, not a hand-over."""
+        if self.leadership is None or not target_up:
+            return False
+        try:
+            return self.leadership.held_elsewhere(self.target)
+        except Exception as exc:  # noqa: BLE001 - the target went away again: not a hand-over yet
+            log.debug("cannot describe the election's group: %s", exc)
+            return False
 
     def close(self) -> None:
         if self.leadership is not None:
@@ -183,3 +191,13 @@ class Lease:
         """Fence now: every record refused, the JVM halted within 50 ms with what its producers buffered."""
         self.held = False
         revoke_lease(self.spark)
+
+    def fence(self) -> None:
+        """This host lost the flow while mirroring: revoke, and wait for the JVM to halt."""
+        log.error("this host lost the flow's election: fencing it (its JVM halts with whatever its producers "
+                  "still buffered; the next active host resumes from the acknowledged offsets)")
+        try:
+            self.revoke()
+            wait_jvm_exit(5.0)
+        except Exception as exc:  # noqa: BLE001 - the JVM halts while py4j talks to it
+            log.debug("fencing: %s", exc)
