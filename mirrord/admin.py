@@ -158,11 +158,15 @@ class Cluster:
 
     def committed(self, group: str, topics: Mapping[str, int]) -> dict[TP, int]:
         """The group's committed offsets for these topics' partitions (absent where none)."""
+        return {tp: offset for tp, (offset, _) in self.committed_with_metadata(group, topics).items()}
+
+    def committed_with_metadata(self, group: str, topics: Mapping[str, int]) -> dict[TP, tuple[int, str]]:
+        """The group's committed offsets and their metadata strings ('' for none), where committed."""
         tps = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
         client = self._group_client(group)
         client.poll(0)  # serves its log lines; it never subscribes, so nothing is consumed
         result = retrying(lambda: client.committed(tps, timeout=TIMEOUT))
-        return {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
+        return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in result if tp.offset >= 0}
 
     def commit(self, group: str, offsets: Mapping[TP, int]) -> None:
         """Commit next-offsets under `group`; the broker refuses while the group has live members."""

@@ -87,15 +87,17 @@ def decode(key: bytes, value: bytes) -> Checkpoint:
     return Checkpoint(group, topic, partition, upstream, downstream, metadata)
 
 
-def group_checkpoints(group: str, committed: Mapping[TP, int], syncs: OffsetSyncStore,
-                      policy: Policy) -> dict[TP, Checkpoint]:
-    """Target (topic, partition) → checkpoint, for the partitions the syncs can translate."""
+def group_checkpoints(group: str, committed: Mapping[TP, int], syncs: OffsetSyncStore, policy: Policy,
+                      metadata: Mapping[TP, str] | None = None) -> dict[TP, Checkpoint]:
+    """Target (topic, partition) → checkpoint, for the partitions the syncs can translate; each carries the
+    metadata string the group committed with its offset, as MirrorMaker 2's do."""
     out = {}
     for (topic, partition), offset in sorted(committed.items()):
         downstream = syncs.translate(topic, partition, offset)
         if downstream is not None:
             target_tp = (policy.target_topic(topic), partition)
-            out[target_tp] = Checkpoint(group, target_tp[0], partition, offset, downstream)
+            out[target_tp] = Checkpoint(group, target_tp[0], partition, offset, downstream,
+                                        (metadata or {}).get((topic, partition), ""))
     return out
 
 
@@ -181,9 +183,11 @@ def _translate_groups(source: Cluster, topics: Mapping[str, int], syncs: OffsetS
                       found: list[Checkpoint]) -> None:
     try:
         for group in source_groups(source, groups, exclude, own):
-            committed = source.committed(group, topics)
+            entries = source.committed_with_metadata(group, topics)
+            committed = {tp: offset for tp, (offset, _) in entries.items()}
             with syncs_lock:
-                found.extend(group_checkpoints(group, committed, syncs, policy).values())
+                found.extend(group_checkpoints(group, committed, syncs, policy,
+                                               {tp: meta for tp, (_, meta) in entries.items()}).values())
     finally:
         source.forget_groups(keep=own)
 

@@ -132,10 +132,12 @@ def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         c.close()
 
 
-def commit_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+def commit_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, int],
+                   metadata: str | None = None) -> None:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+        c.commit(offsets=[TopicPartition(topic, p, o, metadata=metadata) for p, o in offsets.items()],
+                 asynchronous=False)
     finally:
         c.close()
 

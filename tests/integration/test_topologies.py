@@ -16,6 +16,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from mirrord import heartbeats, offsets
+from mirrord.policy import checkpoints_topic, offset_syncs_topic
 from tests.harness.kafka import ROOT, KafkaBroker, classpath, java
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import (
@@ -207,7 +209,7 @@ def test_a_group_a_few_records_behind_fails_over_exactly_onto_a_prefilled_target
                120, "the topic mirrored")
     group = f"{t.prefix}-app-billing"
     consumed = {0: 5, 1: 7}
-    commit_offsets(t.left.bootstrap, group, topic, consumed)
+    commit_offsets(t.left.bootstrap, group, topic, consumed, metadata="billing-v2 epoch=7")
     expected = {p: before[p] + n for p, n in consumed.items()}
 
     assert translate(t.lr, group, "--topic", re.escape(topic)) == {(topic, p): o for (p, o) in expected.items()}
@@ -236,7 +238,65 @@ def test_a_group_a_few_records_behind_fails_over_exactly_onto_a_prefilled_target
                                str(ROOT / "tests" / "harness" / "TranslateOffsets.java"), t.right.bootstrap, t.L,
                                group], capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0, done.stderr[-2000:]
-        return {(line.split()[0], int(line.split()[1])): int(line.split()[2]) for line in done.stdout.splitlines()}
-    wait_until(lambda: remote_cluster_utils() == {(copy, p): o for p, o in expected.items()}, 60,
-               "RemoteClusterUtils.translateOffsets to read the checkpoints", interval=2)
+        rows = [line.split("\t", 1) for line in done.stdout.splitlines()]
+        return {(where.split()[0], int(where.split()[1])): (int(where.split()[2]), metadata)
+                for where, metadata in rows}
+    # the offset and the metadata the group committed with it, as MirrorMaker 2's checkpoints carry them
+    wait_until(lambda: remote_cluster_utils() == {(copy, p): (o, "billing-v2 epoch=7") for p, o in expected.items()},
+               60, "RemoteClusterUtils.translateOffsets to read the checkpoints", interval=2)
 
+
+
+def decoded(bootstrap: str, kind: str, topic: str) -> dict[tuple[int, int], list[str]]:
+    """(partition, offset) → the fields Kafka's own MirrorMaker 2 classes decode from each record of `topic`."""
+    mirror_jar = next((ROOT / ".cache" / "jars" / "mm2").glob("connect-mirror-4*.jar"))
+    done = subprocess.run([java(), "-cp", f"{classpath()}:{mirror_jar}",
+                           str(ROOT / "tests" / "harness" / "DecodeMirrorTopics.java"), bootstrap, kind, topic],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {(int(p), int(o)): fields for p, o, *fields in (line.split("\t") for line in done.stdout.splitlines())}
+
+
+def test_heartbeats_checkpoints_and_offset_syncs_decode_with_mirrormaker_2s_own_classes(topology):
+    """What mirrord writes for MirrorMaker 2's tools, read by Kafka's Heartbeat, Checkpoint and OffsetSync:
+    the same fields as mirrord's own decoders read, and offset syncs that point at true copies."""
+    t = topology
+    topic = f"{t.prefix}-decoded"
+    copy = f"{t.L}.{topic}"
+    create_topic(t.left.bootstrap, topic, 2)
+    produce(t.left.bootstrap, topic, numbered("dec", 40))
+    wait_until(lambda: committed_offsets(t.left.bootstrap, f"{t.prefix}-{t.L}-mirror", topic) == {0: 20, 1: 20},
+               120, "the topic mirrored")
+    group = f"{t.prefix}-app-decoder"
+    commit_offsets(t.left.bootstrap, group, topic, {0: 20, 1: 13}, metadata="decoder@3")
+
+    def checkpoints() -> dict[tuple[str, int], tuple[int, int, str]]:
+        out = {}
+        for _, fields in sorted(decoded(t.right.bootstrap, "checkpoint", checkpoints_topic(t.L)).items()):
+            if fields[0] == group:
+                out[(fields[1], int(fields[2]))] = (int(fields[3]), int(fields[4]), fields[5])
+        return out
+    wait_until(lambda: checkpoints() == {(copy, 0): (20, 20, "decoder@3"), (copy, 1): (13, 13, "decoder@3")}, 60,
+               "the group's checkpoints, decoded by Kafka's Checkpoint", interval=2)
+
+    syncs_topic = offset_syncs_topic(t.L)
+    mine = {(r.partition, r.offset): offsets.decode(r.key, r.value, r.headers)
+            for records in read_all(t.right.bootstrap, syncs_topic).values() for r in records}
+    theirs = decoded(t.right.bootstrap, "offset-sync", syncs_topic)
+    assert mine and set(mine) <= set(theirs)
+    for at, sync in mine.items():
+        assert theirs[at] == [sync.topic, str(sync.partition), str(sync.upstream), str(sync.downstream)], at
+    src, dst = read_all(t.left.bootstrap, topic), read_all(t.right.bootstrap, copy)
+    ours = [fields for fields in theirs.values() if fields[0] == topic]
+    assert ours
+    for _, partition, upstream, downstream in ours:  # each sync points at the copy of the record it names
+        p = int(partition)
+        assert dst[p][int(downstream)].fields() == src[p][int(upstream)].fields(), (partition, upstream, downstream)
+
+    beats = {(r.partition, r.offset): heartbeats.decode(r.key, r.value)
+             for records in read_all(t.right.bootstrap, "heartbeats").values() for r in records}
+    theirs = decoded(t.right.bootstrap, "heartbeat", "heartbeats")
+    assert beats and set(beats) <= set(theirs)
+    for at, beat in beats.items():
+        assert theirs[at] == [beat.source_alias, beat.target_alias, str(beat.timestamp)], at
+    assert {(t.L, t.R), (t.C, t.R)} <= {(b.source_alias, b.target_alias) for b in beats.values()}

@@ -65,3 +65,11 @@ def test_a_checkpoint_never_goes_backwards_unless_the_group_rewound_on_the_sourc
     assert is_newer(Checkpoint("g", "t", 0, 120, 520), old)
     assert not is_newer(Checkpoint("g", "t", 0, 120, 490), old), "coarser translation must not move it back"
     assert is_newer(Checkpoint("g", "t", 0, 50, 450), old), "the group rewound on the source"
+
+
+def test_a_checkpoint_carries_the_metadata_the_group_committed_with_its_offset():
+    syncs = store(("t", 0, 0, 0), ("t", 0, 99, 99), ("t", 1, 0, 0), ("t", 1, 99, 99))
+    cps = group_checkpoints("billing", {("t", 0): 100, ("t", 1): 100}, syncs, IdentityPolicy(),
+                            {("t", 0): "epoch=7"})
+    assert cps[("t", 0)].metadata == "epoch=7" and cps[("t", 1)].metadata == ""
+    assert decode(*encode(cps[("t", 0)])).metadata == "epoch=7"
