@@ -190,7 +190,7 @@ class Daemon:
             return
         try:
             self.mirroring.start()
-        except ConfigError:
+        except (ConfigError, Fenced):
             raise
         except Exception as exc:  # noqa: BLE001 - a cluster that went away meanwhile: the next round retries
             self._start_failures += 1

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException
 
 from mirrord import admin
+from mirrord.errors import Fenced
 from mirrord.kafkalog import with_logger
 from mirrord.spark import release_lease, renew_lease, revoke_lease, wait_jvm_exit
 
@@ -168,9 +169,13 @@ class Lease:
                 continue
             began = time.monotonic()
             try:
-                renew_lease(self.spark, self.valid_for_ms)
+                renewed = renew_lease(self.spark, self.valid_for_ms)
             except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the supervisor sees it
                 log.warning("cannot renew the lease (%.1fs since the last renewal): %s", began - last, exc)
+                continue
+            if not renewed:  # frozen past it, woken now: the JVM halts; the supervisor sees its exit
+                log.error("the lease lapsed %.1fs after the last renewal: this host is fenced", began - last)
+                self.held = False
                 continue
             done = time.monotonic()
             if done - last > self.SLOW + self.EVERY:
@@ -179,7 +184,8 @@ class Lease:
             last = done
 
     def hold(self) -> None:
-        renew_lease(self.spark, self.valid_for_ms)
+        if not renew_lease(self.spark, self.valid_for_ms):
+            raise Fenced("this host's lease lapsed: fenced; restart as a standby")
         self.held = True
 
     def release(self) -> None:

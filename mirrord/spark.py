@@ -136,9 +136,10 @@ def quiet_task_aborts(spark):
         timer.start()
 
 
-def renew_lease(spark, valid_for_ms: int) -> None:
-    """This host may send for `valid_for_ms` more (io.mirrord.Fence); past it the JVM fences itself."""
-    spark._jvm.io.mirrord.Fence.renew(valid_for_ms)
+def renew_lease(spark, valid_for_ms: int) -> bool:
+    """This host may send for `valid_for_ms` more (io.mirrord.Fence); past it the JVM fences itself. False
+    when the lease had lapsed already: it stays lapsed, and the JVM halts."""
+    return bool(spark._jvm.io.mirrord.Fence.renew(valid_for_ms))
 
 
 def release_lease(spark) -> None:

@@ -27,8 +27,15 @@ public final class Fence {
     private Fence() {
     }
 
-    /** The lease holds for {@code validForMs} from now; starts the watchdog on first use. */
-    public static synchronized void renew(long validForMs) {
+    /**
+     * The lease holds for {@code validForMs} from now; starts the watchdog on first use. A lease that lapsed
+     * stays lapsed (a host frozen whole past its lease, then woken: its supervisor's renewal may come before
+     * the watchdog's next look), so this returns false and changes nothing.
+     */
+    public static synchronized boolean renew(long validForMs) {
+        if (armed && !open()) {
+            return false;
+        }
         expiresAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(validForMs);
         armed = true;
         if (watchdog == null) {
@@ -36,10 +43,18 @@ public final class Fence {
             watchdog.setDaemon(true);
             watchdog.start();
         }
+        return true;
     }
 
-    /** No lease any more, and none needed: the supervisor stopped mirroring on purpose. */
-    public static void release() {
+    /** No lease any more, and none needed: the supervisor stopped mirroring on purpose. A lapsed one stays. */
+    public static synchronized void release() {
+        if (open()) {
+            armed = false;
+        }
+    }
+
+    /** For tests: unarmed, as at start. */
+    static synchronized void reset() {
         armed = false;
     }
 

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 class FenceTest {
     @AfterEach
     void disarm() {
-        Fence.release();
+        Fence.reset();
     }
 
     @Test
@@ -37,11 +37,17 @@ class FenceTest {
         assertFalse(Fence.open());
         assertThrows(FencedError.class, () -> MirrorInterceptorTest.sent(interceptor, 0, 3));
         assertTrue(fenced.await(5, TimeUnit.SECONDS));
+        // a supervisor woken after its lease lapsed cannot renew it, nor release it: it stays fenced
+        assertFalse(Fence.renew(60_000));
+        Fence.release();
+        assertFalse(Fence.open());
+        assertThrows(FencedError.class, () -> MirrorInterceptorTest.sent(interceptor, 0, 4));
 
-        Fence.renew(60_000);
+        Fence.reset();
+        assertTrue(Fence.renew(60_000));
         Fence.release();
         Fence.revoke();
         assertTrue(Fence.open());  // released: a clean stop
-        MirrorInterceptorTest.sent(interceptor, 0, 4);
+        MirrorInterceptorTest.sent(interceptor, 0, 5);
     }
 }
