@@ -215,7 +215,7 @@ def check_librdkafka(cfg: ClientConfig, settings: Mapping[str, str]) -> None:
 
     first = [k for k in _PREREQUISITES if k in settings]
     keys = first + [k for k in settings if k not in first and k != "bootstrap.servers"]
-    offline: dict[str, str] = {"log_level": "3"}
+    offline: dict[str, str] = {"log_level": "0"}  # what it refuses comes as the exception; no stray lines
     for key in keys:
         offline[key] = settings[key]
         try:

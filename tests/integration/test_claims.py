@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -106,8 +107,18 @@ def test_a_transform_spark_cannot_run_stops_a_normal_start_with_exit_78(tmp_path
 @pytest.mark.parametrize("conf", ["etc/mirrord.conf", *sorted(str(p.relative_to(ROOT)) for p in
                                                               (ROOT / "etc" / "examples").glob("*/mirrord.conf"))])
 def test_the_shipped_configuration_files_pass_check_as_shipped(conf, tmp_path):
-    """What the packages install and the recipes show loads as it is (only the state dir moved to a scratch one)."""
-    shutil.copytree(ROOT / Path(conf).parent, tmp_path / "etc", dirs_exist_ok=True)
+    """What the packages install and the recipes show loads as it is: only the state dir moved to a scratch
+    one, and files the recipe expects the operator to provide (a CA under /etc/mirrord/NAME/) made there."""
+    etc = tmp_path / "etc"
+    shutil.copytree(ROOT / Path(conf).parent, etc, dirs_exist_ok=True)
+    home = f"/etc/mirrord/{Path(conf).parent.name}/"
+    for properties in etc.glob("*.properties"):
+        text = properties.read_text()
+        for pem in re.findall(rf"^[\w.]+\.location={re.escape(home)}(\S+\.pem)$", text, re.M):
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                            "/CN=test-ca", "-keyout", str(tmp_path / "ca.key"), "-out", str(etc / pem)],
+                           check=True, capture_output=True)
+        properties.write_text(text.replace(home, f"{etc}/"))
     done = subprocess.run([sys.executable, "-m", "mirrord", "--config", str(tmp_path / "etc" / Path(conf).name),
                            "--check", "--state.dir", str(tmp_path / "state")], cwd=tmp_path, capture_output=True,
                           text=True, timeout=240, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
