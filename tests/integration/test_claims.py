@@ -82,7 +82,7 @@ def test_a_reload_rereads_the_properties_files(kafka_pair, unique, tmp_path):
         wait_until(lambda: "reload refused" in daemon.output(), 60, "the refusal")
         refusal = next(line for line in daemon.output().splitlines() if "reload refused" in line)
         assert "producer.properties" in refusal and "max.in.flight.requests.per.connection" in refusal, refusal
-        produce(source.bootstrap, topic, [{"key": b"k", "value": b"v"}] * 10)
+        produce(source.bootstrap, topic, [{"partition": 0, "key": b"k", "value": b"v"}] * 10)
         wait_until(lambda: count(target.bootstrap, topic) >= 10, 120, "still mirroring")
         assert daemon.stop() == 0
     finally:
