@@ -87,7 +87,7 @@ class Daemon:
         log.info("starting Spark (%s)", self.master)
         self.spark = spark_session(s, self.master)
         self._take_signals()  # again: pyspark's SparkContext makes SIGINT cancel every job and raise
-        lease = Lease(self.spark, s.leader_session_timeout_ms // 2, self._stop) if s.leader_election else None
+        lease = Lease(self.spark, s.leader_session_timeout_ms // 2) if s.leader_election else None
         check_transforms(self.spark, self.flow)
         self.acks = Acknowledgements(self.spark, self.positions, self.metrics, lambda: self.flow.policy.target_prefix,
                                      lambda: self.mirroring.running, lambda: self.mirroring.topics(),

@@ -154,16 +154,18 @@ class Lease:
     EVERY = 0.25
     SLOW = 1.0  # a renewal that takes longer than this is worth a line in the journal
 
-    def __init__(self, spark, valid_for_ms: int, stop: threading.Event):
+    def __init__(self, spark, valid_for_ms: int):
         self.spark = spark
         self.valid_for_ms = valid_for_ms
         self.held = False
-        self._stop = stop
         threading.Thread(target=self._loop, name="lease", daemon=True).start()
 
     def _loop(self) -> None:
+        """Renews for as long as the lease is held, also while mirrord stops (a stop may wait a minute for
+        the target's acknowledgements): only release() ends it; the thread dies with the process."""
         last = time.monotonic()
-        while not self._stop.wait(self.EVERY):
+        while True:
+            time.sleep(self.EVERY)
             if not self.held:
                 last = time.monotonic()
                 continue
