@@ -133,11 +133,11 @@ class Cluster:
         desc = retrying(lambda: self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result())
         return [f"{m.client_id}@{m.host}" for m in desc.members]
 
-    def assigned_members(self, group: str) -> list[str]:
-        """The member ids of the group's members that hold a partition now (one quick question: the caller
+    def assigned_clients(self, group: str) -> list[str]:
+        """The client ids of the group's members that hold a partition now (one quick question: the caller
         asks again later)."""
-        desc = self.admin.describe_consumer_groups([group], request_timeout=5)[group].result()
-        return [m.member_id for m in desc.members if m.assignment and m.assignment.topic_partitions]
+        desc = self.admin.describe_consumer_groups([group], request_timeout=5)[group].result(timeout=10)
+        return [m.client_id for m in desc.members if m.assignment and m.assignment.topic_partitions]
 
     def forget_groups(self, keep: str = "") -> None:
         """Close the clients opened for other groups' offsets."""

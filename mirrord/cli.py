@@ -6,6 +6,7 @@ This is the one place that turns errors into exit statuses and one-line messages
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import re
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     # Stopped before the daemon has started anything: nothing to finish, a clean exit (Ctrl-C too).
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: sys.exit(0))
+    # `systemctl kill -s USR1 mirrord`: every thread's stack into the journal, for a daemon that seems stuck.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv = sys.argv[1:] if argv is None else argv
     offsets = argv[:2] == ["offsets", "translate"]
     if argv[:1] == ["offsets"] and not offsets:

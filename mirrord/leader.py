@@ -16,6 +16,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaException
@@ -44,8 +45,10 @@ class Leadership:
         self._closing = threading.Event()
         self._active = threading.Event()
         self._thread: threading.Thread | None = None
+        self.client_id = f"mirrord-leader-{uuid.uuid4().hex[:12]}"  # this host's member, in the group's description
         self._consumer = Consumer({
             **with_logger(dict(settings)),
+            "client.id": self.client_id,
             "group.id": self.group,
             "session.timeout.ms": session_timeout_ms,
             "heartbeat.interval.ms": max(100, session_timeout_ms // 5),
@@ -86,9 +89,9 @@ class Leadership:
 
     def held_elsewhere(self, target: admin.Cluster) -> bool:
         """Whether another member holds the election's partition now: this host's loss was a hand-over, not
-        a session that lapsed while the cluster was away and will be rejoined."""
-        mine = self._consumer.memberid()
-        return any(member != mine for member in target.assigned_members(self.group))
+        a session that lapsed while the cluster was away and will be rejoined. Members are told apart by
+        client id: the consumer's own memberid() can block for good while its session is being lost."""
+        return any(client != self.client_id for client in target.assigned_clients(self.group))
 
     def close(self) -> None:
         """Leave the group now, so a standby takes over without waiting for the session to expire

@@ -136,9 +136,12 @@ class Mirrord:
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
+                self.signal(signal.SIGUSR1)  # faulthandler: where every thread is stuck
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(2)
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(30)
-                raise AssertionError(f"mirrord did not stop within {timeout}s:\n{self.output()[-3000:]}") from None
+                raise AssertionError(f"mirrord did not stop within {timeout}s:\n{self.output()[-12000:]}") from None
         self._wait_group_gone()
         return self.process.returncode
 
