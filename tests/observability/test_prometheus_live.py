@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.kafka import free_port
+from tests.harness.kafka import KafkaBroker, free_port
 from tests.harness.mirrord import Mirrord, write_flow
 from tests.harness.records import create_topic, produce, wait_until
 
@@ -140,3 +140,41 @@ def test_every_alert_rule_evaluates_cleanly_on_series_that_exist(scraped):
             except AssertionError:
                 missing.append(f"{rule['name']}: {selector}")
     assert not missing, "alert rules reading series that do not exist:\n" + "\n".join(missing)
+
+
+def test_a_real_outage_fires_the_cluster_unreachable_alert_and_its_end_resolves_it(kafka_pair, tmp_path):
+    """The shipped MirrordClusterUnreachable rule (for: 1m), evaluated by a real Prometheus on a mirrord whose
+    target broker is stopped: pending, then firing with the flow and cluster labels; gone once it is back."""
+    source, _ = kafka_pair
+    target = KafkaBroker("alerting", tmp_path / "target", heap="384m")
+    topic = f"alert-{uuid.uuid4().hex[:6]}"
+    create_topic(source.bootstrap, topic, 1)
+    mirrord = prometheus = None
+    try:
+        target.start()
+        config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=f"{topic}-group",
+                            conf={"flow": "alerting"})
+        mirrord = Mirrord(config).start()
+        mirrord.wait_ready()
+        prometheus = Prometheus(tmp_path, mirrord.metrics_url.split("/")[2])
+        wait_until(prometheus.ready, 60, "Prometheus to be ready")
+
+        def alert(state: str) -> list[dict]:
+            return [a for a in prometheus.get("/api/v1/alerts")["alerts"]
+                    if a["labels"]["alertname"] == "MirrordClusterUnreachable" and a["state"] == state
+                    and a["labels"].get("cluster") == "target" and a["labels"].get("flow") == "alerting"]
+        wait_until(lambda: prometheus.query('mirrord_cluster_up{cluster="target"} == 1'), 60, "the target up")
+        assert not alert("pending") and not alert("firing")
+        target.stop()
+        wait_until(lambda: alert("pending"), 60, "the alert pending once mirrord sees the target away")
+        firing = wait_until(lambda: alert("firing"), 120, "the alert firing a minute later")
+        assert firing[0]["labels"]["severity"] == "critical"
+        target.start()
+        wait_until(lambda: not alert("firing") and not alert("pending"), 120, "the alert resolved")
+        assert mirrord.alive(), mirrord.output()[-3000:]
+    finally:
+        if prometheus is not None:
+            prometheus.stop()
+        if mirrord is not None:
+            mirrord.stop()
+        target.destroy()
