@@ -93,7 +93,7 @@ class Daemon:
                                      lambda: self.mirroring.running, lambda: self.mirroring.topics(),
                                      lambda: self.clusters.is_up("source"))
         self.mirroring = Mirroring(self.spark, self.flow, self.master, self.source, self.target, self.positions,
-                                   self.acks, self.metrics, self.clusters, lease)
+                                   self.acks, self.metrics, self.clusters, self.translation, lease)
         add_progress_listener(self.spark, self.mirroring.on_progress)
         self.acks.start(self._stop)
         jobs = Scheduler(self._stop, self.metrics)

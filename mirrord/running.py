@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from mirrord import admin, modes
 from mirrord.acks import Acknowledgements
+from mirrord.checkpoints import GroupTranslation
 from mirrord.flow import Flow
 from mirrord.health import ClusterWatch
 from mirrord.leader import Lease
@@ -33,7 +34,7 @@ STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 class Mirroring:
     def __init__(self, spark, flow: Flow, master: str, source: admin.Cluster, target: admin.Cluster,
                  positions: Positions, acks: Acknowledgements, metrics: Metrics, clusters: ClusterWatch,
-                 lease: Lease | None):
+                 translation: GroupTranslation, lease: Lease | None):
         self.spark = spark
         self.flow = flow  # replaced by a reload
         self.master = master
@@ -43,6 +44,7 @@ class Mirroring:
         self.acks = acks
         self.metrics = metrics
         self.clusters = clusters
+        self.translation = translation
         self.lease = lease
         self.mode: modes.Mode | None = None
         self.query: Query | None = None
@@ -59,6 +61,7 @@ class Mirroring:
 
     def start(self) -> None:
         flow = self.flow
+        self.translation.prepare()  # the offset-syncs topic, before the interceptors write to it
         self._target_topics = TargetTopics(flow, self.source, self.target,
                                            lambda topic: self.metrics.config_refused.labels(flow.name, topic).inc())
         topics = self.topics()

@@ -136,8 +136,8 @@ def commit_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, in
                    metadata: str | None = None) -> None:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(topic, p, o, metadata=metadata) for p, o in offsets.items()],
-                 asynchronous=False)
+        extra = {} if metadata is None else {"metadata": metadata}
+        c.commit(offsets=[TopicPartition(topic, p, o, **extra) for p, o in offsets.items()], asynchronous=False)
     finally:
         c.close()
 
