@@ -59,9 +59,10 @@ def producer(bootstrap: str, **extra) -> Producer:
     return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, **extra})
 
 
-def produce(bootstrap: str, topic: str, records: list[dict]) -> None:
-    """Each dict: partition, key, value, headers (list of tuples), timestamp (ms)."""
-    p = producer(bootstrap)
+def produce(bootstrap: str, topic: str, records: list[dict], config: dict[str, str] | None = None) -> None:
+    """Each dict: partition, key, value, headers (list of tuples), timestamp (ms); `config`: more producer
+    settings (compression.type, security.protocol, ...)."""
+    p = producer(bootstrap, **(config or {}))
     errors = []
     for r in records:
         while True:

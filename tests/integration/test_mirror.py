@@ -114,6 +114,16 @@ def test_a_topic_created_while_running_is_mirrored_without_restart(kafka_pair, m
     assert mirror.alive()
 
 
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_records_compressed_with_any_codec_of_kafka_arrive_byte_for_byte(kafka_pair, mirror, codec):
+    source, target = kafka_pair
+    topic = f"{mirror.prefix}-{codec}"
+    create_topic(source.bootstrap, topic, 2)
+    produce(source.bootstrap, topic, varied_records(300, 2, seed=len(codec)), {"compression.type": codec})
+    wait_until(lambda: count(target.bootstrap, topic) >= 300, 120, f"{topic} mirrored")
+    assert_same_records(source.bootstrap, target.bootstrap, topic)
+
+
 def test_partitions_added_on_the_source_are_added_on_the_target_and_mirrored_to_the_same_numbers(
         kafka_pair, mirror):
     from confluent_kafka.admin import NewPartitions
