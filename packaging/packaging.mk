@@ -3,7 +3,7 @@
 SYSTEM_DEPS += python3.11 python3-venv dpkg-dev lintian rpm rpmlint
 PKG_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' mirrord/__init__.py)
 
-.PHONY: deb rpm packages lintian rpm-lint packaging-test
+.PHONY: deb rpm packages lintian rpm-lint packaging-test jar-list
 
 # dist/mirrord_<version>_amd64.deb; PKG_VERSION=... overrides the version (upgrade tests).
 deb: jars system-deps
@@ -26,3 +26,8 @@ rpm-lint: rpm
 # The packaging tests alone (build, install into a booted Debian container, upgrade, rpm, molecule).
 packaging-test: setup system-deps
 	$(PY) -m pytest -q tests/packaging $(PYTEST_ARGS)
+
+# packaging/spark-jars.txt: the pyspark jars the packages keep, those any JVM of a run of the integration
+# tests loaded a class from (-Xlog:class+load); after a pyspark upgrade. 15 to 20 minutes.
+jar-list: setup
+	$(PY) packaging/jar_list.py

@@ -20,6 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "packages"
 UPGRADE_SUFFIX = "+pkgtest1"
+MAX_PACKAGE_MB = 200  # each package, in MB of 10^6 bytes (issue 18: pyspark's jars trimmed to what mirrord loads)
+SIZES = pytest.StashKey[dict[str, int]]()
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,16 @@ class Built:
     @property
     def cache_dir(self) -> Path:
         return CACHE / self.key
+
+    @property
+    def megabytes(self) -> float:
+        return self.path.stat().st_size / 1e6
+
+
+def listed_jars() -> set[str]:
+    """The pyspark jars the packages keep: packaging/spark-jars.txt (`make jar-list` records it)."""
+    lines = (ROOT / "packaging" / "spark-jars.txt").read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
 
 def upstream_version() -> str:
@@ -96,7 +108,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def packages(package_dir) -> dict[str, Built]:
+def packages(package_dir, request) -> dict[str, Built]:
     """Both packages, built first so that their linters run in the background while the tests go on."""
     require_root_tools("dpkg-deb", "lintian", "rpmbuild", "rpm", "rpmlint")
     deb = build_package("deb", package_dir)
@@ -104,7 +116,17 @@ def packages(package_dir) -> dict[str, Built]:
     start_linter(deb, "lintian", ["lintian", "--fail-on", "error", "--no-tag-display-limit"])
     rpm = build_package("rpm", package_dir)
     start_linter(rpm, "rpmlint", ["rpmlint", "-r", str(ROOT / "packaging" / "rpm" / "mirrord.rpmlintrc")])
+    request.config.stash[SIZES] = {b.path.name: b.path.stat().st_size for b in (deb, rpm)}
     return {"deb": deb, "rpm": rpm}
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """The packages' sizes at the end of every run that built them (the bar: MAX_PACKAGE_MB each)."""
+    sizes = config.stash.get(SIZES, {})
+    if sizes:
+        terminalreporter.write_line("package sizes: " + ", ".join(f"{name} {size / 1e6:.1f} MB"
+                                                                  for name, size in sizes.items())
+                                    + f" (at most {MAX_PACKAGE_MB} MB each)")
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.conftest import ROOT, Built, linter_report
+from tests.packaging.conftest import MAX_PACKAGE_MB, ROOT, Built, linter_report, listed_jars
 
+SITE = "/opt/mirrord/lib/python3.11/site-packages"
 CONFFILES = ["/etc/mirrord/consumer.properties", "/etc/mirrord/mirrord.conf", "/etc/mirrord/producer.properties"]
 
 
@@ -48,13 +49,23 @@ def test_deb_ships_venv_jars_launcher_and_units(listing: dict[str, str]) -> None
         assert path in listing, path
     assert "-> /opt/mirrord/bin/mirrord" in listing["/usr/bin/mirrord"]
     assert "-> /usr/bin/python3.11" in listing["/opt/mirrord/bin/python3.11"]
-    site = "/opt/mirrord/lib/python3.11/site-packages"
     for pkg in ("mirrord", "pyspark", "py4j", "confluent_kafka", "javaproperties", "prometheus_client", "sdnotify"):
-        assert f"{site}/{pkg}" in listing, pkg
+        assert f"{SITE}/{pkg}" in listing, pkg
     jars = {Path(p).name for p in listing if p.startswith("/opt/mirrord/share/mirrord/jars/")}
     cached = {p.name for p in (ROOT / ".cache" / "jars" / "spark").glob("*.jar")}
     assert jars == cached and any(j.startswith("spark-sql-kafka-0-10") for j in jars)
     assert "mirrord-jvm.jar" in jars  # the interceptor, built from jvm/ by Maven
+
+
+def test_deb_is_at_most_200_mb(deb: Built) -> None:
+    assert deb.megabytes <= MAX_PACKAGE_MB, f"{deb.path.name} is {deb.megabytes:.1f} MB"
+
+
+def test_deb_ships_only_the_pyspark_jars_mirrord_loads(listing: dict[str, str]) -> None:
+    jars = {Path(p).name for p in listing if p.startswith(f"{SITE}/pyspark/jars/") and p.endswith(".jar")}
+    assert jars == listed_jars(), f"not listed: {sorted(jars - listed_jars())}, missing: {sorted(listed_jars() - jars)}"
+    assert f"{SITE}/pyspark/bin/spark-submit" in listing, "pyspark's launcher"
+    assert not [p for p in listing if p.startswith((f"{SITE}/pyspark/examples/", f"{SITE}/pyspark/data/"))]
 
 
 def test_deb_ships_dashboards_and_alert_rules_from_the_tree(listing: dict[str, str]) -> None:

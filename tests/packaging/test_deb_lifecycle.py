@@ -3,18 +3,29 @@
 One container for the module, the tests in lifecycle order: each one starts from the state the
 previous one left, as a host would go through them. The container has no network but the host's
 loopback (where the test brokers listen), so an install that downloaded anything would fail here.
+
+The package ships only the pyspark jars of packaging/spark-jars.txt, so the installed package is also
+run in every mode mirrord supports (each trigger with a transform over SASL and SSL, a spark://
+master, `--check` of every setting): a jar missing from the list fails one of them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import time
+import urllib.request
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
+from mirrord import config
 from tests.harness.container import Container
-from tests.harness.records import create_topic, produce, read_all, wait_until
+from tests.harness.kafka import SCRAM_USER, KafkaBroker, free_port
+from tests.harness.mirrord import metric_value
+from tests.harness.records import committed_offsets, create_topic, end_offsets, produce, read_all, wait_until
+from tests.harness.spark_cluster import SparkStandalone
 from tests.packaging.conftest import UPGRADE_SUFFIX, Built, require_root_tools, upstream_version
 from tests.packaging.containers import rootfs
 
@@ -22,6 +33,15 @@ pytestmark = pytest.mark.system
 
 MNT = "/mnt/packages"
 TOPIC_PARTITIONS = 2
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+# Applied to the `-dev` topic of each trigger mode's flow; dev_records() says what it must leave.
+DEV_TRANSFORM = """
+[transform:dev]
+topics = {topic}
+filter = CAST(value AS STRING) NOT LIKE 'audit%'
+value = regexp_replace(CAST(value AS STRING), 'secret-[0-9]+', '***')
+drop.headers = (?i)authorization
+"""
 # Recent CreateTimes: the brokers' 7-day retention would delete older records under the mirror.
 BASE_TIMESTAMP = int(time.time() * 1000) - 3_600_000
 
@@ -39,6 +59,67 @@ def flow(kafka_pair) -> dict[str, str]:
     topic = f"pkg-{uuid.uuid4().hex[:8]}"
     create_topic(source.bootstrap, topic, TOPIC_PARTITIONS)
     return {"source": source.bootstrap, "target": target.bootstrap, "topic": topic}
+
+
+def configure_instance(host: Container, name: str, settings: dict[str, str], consumer: dict[str, str],
+                       producer: dict[str, str], sections: str = "", spark: dict[str, str] | None = None,
+                       files: dict[str, str] | None = None) -> str:
+    """/etc/mirrord/NAME/ as an operator writes it for mirrord@NAME.service (0640 root:mirrord); its
+    mirrord.conf's path."""
+    folder = f"/etc/mirrord/{name}"
+    spark = {"spark.driver.memory": "512m", **(spark or {})}
+    conf = ("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()) + sections
+            + "\n[spark]\n" + "".join(f"{k} = {v}\n" for k, v in spark.items()))
+    contents = {"mirrord.conf": conf, "consumer.properties": properties(consumer),
+                "producer.properties": properties(producer), **(files or {})}
+    for file, text in contents.items():
+        host.write_file(f"{folder}/{file}", text, 0o640)
+    host.sh(f"chgrp mirrord {folder}/*; chgrp mirrord {folder}; chmod 0750 {folder}")
+    return f"{folder}/mirrord.conf"
+
+
+def properties(values: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def secured_clients(source: KafkaBroker, target: KafkaBroker, group: str, folder: str) -> tuple[dict, dict]:
+    """The source over SASL_PLAINTEXT with SCRAM-SHA-512, the target over SSL trusting FOLDER/ca.pem."""
+    password = source.scram_users[SCRAM_USER]
+    consumer = {"bootstrap.servers": source.sasl_bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.jaas.config": f'{SCRAM} required username="{SCRAM_USER}" password="{password}";'}
+    producer = {"bootstrap.servers": target.ssl_bootstrap, "acks": "all", "enable.idempotence": "true",
+                "security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": f"{folder}/ca.pem"}
+    return consumer, producer
+
+
+def by_partition(records: dict) -> dict[int, list[tuple]]:
+    return {p: [r.fields() for r in rs] for p, rs in records.items()}
+
+
+def wait_mirrored(host: Container, unit: str, source: str, group: str, *topics: str) -> None:
+    """Until the flow's group on the source has committed every topic's end: all of it acknowledged by the target."""
+    for topic in topics:
+        ends = end_offsets(source, topic)
+        try:
+            wait_until(lambda t=topic, e=ends: committed_offsets(source, group, t) == e, 180, f"{topic} mirrored")
+        except AssertionError as exc:
+            pytest.fail(f"{exc}; journal of {unit}:\n{journal_on_failure(host, unit)}")
+
+
+@contextlib.contextmanager
+def running(host: Container, unit: str) -> Iterator[None]:
+    """The unit started (READY=1 within its TimeoutStartSec) and, after the block, stopped cleanly; stopped
+    anyway when the block fails, so that a failing flow does not restart in a loop behind the next tests."""
+    host.run("systemctl", "start", unit, timeout=240, check=False)
+    try:
+        assert host.show(unit, "ActiveState") == "active", journal_on_failure(host, unit)
+        yield
+    except BaseException:
+        host.run("systemctl", "stop", unit, timeout=120, check=False)
+        raise
+    host.run("systemctl", "stop", unit, timeout=120)
+    assert host.show(unit, "Result") == "success", journal_on_failure(host, unit)
 
 
 def write_config(host: Container, flow: dict[str, str]) -> str:
@@ -67,6 +148,18 @@ def records(n: int, start: int = 0) -> list[dict]:
              "headers": [("h", f"{i}".encode())], "timestamp": BASE_TIMESTAMP + i} for i in range(start, start + n)]
 
 
+def dev_records(n: int) -> tuple[list[dict], dict[int, list[tuple]]]:
+    """Records for DEV_TRANSFORM, and what it leaves of them by partition (Record.fields() of each)."""
+    sent, kept = records(n), {p: [] for p in range(TOPIC_PARTITIONS)}
+    for i, r in enumerate(sent):
+        r["value"] = f"audit {i}".encode() if i % 4 == 0 else f"order {i} secret-{i * 7}".encode()
+        r["headers"] = [("trace", f"{i}".encode()), ("Authorization", b"Bearer t0ken")]
+        if i % 4:
+            kept[r["partition"]].append((r["partition"], r["key"], f"order {i} ***".encode(),
+                                         (("trace", f"{i}".encode()),), r["timestamp"]))
+    return sent, kept
+
+
 def mirrored(flow: dict[str, str]) -> int:
     try:
         return sum(len(r) for r in read_all(flow["target"], flow["topic"], timeout=10).values())
@@ -79,7 +172,8 @@ def stat(host: Container, path: str) -> str:
 
 
 def journal_on_failure(host: Container, unit: str = "mirrord.service") -> str:
-    return host.journal(unit)[-6000:]
+    """The unit's journal without systemd's line per process it kills (a JVM's threads drown the cause)."""
+    return "\n".join(line for line in host.journal(unit).splitlines() if "Killing process" not in line)[-6000:]
 
 
 def test_install_needs_nothing_from_the_network(host: Container, deb: Built) -> None:
@@ -115,6 +209,94 @@ def test_installed_venv_runs_on_debian_python_with_everything_inside(host: Conta
     assert leftover.stdout == ""
     # Bytecode was compiled by postinst, so the service (read-only /opt) does not compile at each start.
     assert host.sh("ls /opt/mirrord/lib/python3.11/site-packages/pyspark/__pycache__ | head -1").stdout
+
+
+@pytest.mark.parametrize(("mode", "codec"), [("real-time", "snappy"), ("micro-batch", "zstd")])
+def test_each_trigger_mode_mirrors_over_sasl_and_ssl_through_a_transform(
+        host: Container, kafka_pair: tuple[KafkaBroker, KafkaBroker], mode: str, codec: str) -> None:
+    source, target = kafka_pair
+    name = mode.replace("-", "")
+    unit, folder, p = f"mirrord@{name}.service", f"/etc/mirrord/{name}", f"pkg-{name}-{uuid.uuid4().hex[:8]}"
+    plain, dev, group = f"{p}-plain", f"{p}-dev", f"{p}-mirror"
+    sent, kept = dev_records(200)
+    for topic, batch in ((plain, records(300)), (dev, sent)):
+        create_topic(source.bootstrap, topic, TOPIC_PARTITIONS)
+        produce(source.bootstrap, topic, batch, {"compression.type": codec})
+    consumer, producer = secured_clients(source, target, group, folder)
+    metrics = f"127.0.0.1:{free_port()}"
+    settings = {"trigger": mode, "whitelist": f"{p}-.*", "metrics.listen": metrics, "checkpoint.interval.ms": "5000"}
+    configure_instance(host, name, settings, consumer, {**producer, "compression.type": codec},
+                       DEV_TRANSFORM.format(topic=dev), files={"ca.pem": target.tls.ca.read_text()})
+    with running(host, unit):
+        wait_mirrored(host, unit, source.bootstrap, group, plain, dev)
+        with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=10) as r:
+            assert metric_value(r.read().decode(), "mirrord_mode", mode=mode) == 1, journal_on_failure(host, unit)
+    assert by_partition(read_all(target.bootstrap, plain)) == by_partition(read_all(source.bootstrap, plain))
+    assert by_partition(read_all(target.bootstrap, dev)) == kept
+
+
+def test_a_spark_standalone_master_runs_the_installed_driver(
+        host: Container, kafka_pair: tuple[KafkaBroker, KafkaBroker]) -> None:
+    """The cluster is the host's full pyspark (tests.harness.spark_cluster); the driver is the package's, its
+    executors fetch the package's connector jars from it over the loopback the container shares."""
+    source, target = kafka_pair
+    topic = f"pkg-standalone-{uuid.uuid4().hex[:8]}"
+    create_topic(source.bootstrap, topic, TOPIC_PARTITIONS)
+    produce(source.bootstrap, topic, records(300))
+    unit, group = "mirrord@standalone.service", f"{topic}-mirror"
+    with SparkStandalone() as cluster:
+        configure_instance(host, "standalone", {"whitelist": topic, "spark.master": cluster.url, "metrics.listen": ""},
+                           {"bootstrap.servers": source.bootstrap, "group.id": group, "auto.offset.reset": "earliest"},
+                           {"bootstrap.servers": target.bootstrap, "acks": "all", "enable.idempotence": "true"},
+                           spark={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                                  "spark.executor.memory": "512m"})
+        with running(host, unit):
+            wait_mirrored(host, unit, source.bootstrap, group, topic)
+            apps = [a for a in cluster.applications() if a["name"] == "mirrord-standalone"]
+            assert [a["state"] for a in apps] == ["RUNNING"], cluster.state()
+            assert "Finished task" in cluster.executor_logs(tail=None), "no task ran in the worker's executor"
+    assert by_partition(read_all(target.bootstrap, topic)) == by_partition(read_all(source.bootstrap, topic))
+
+
+def test_check_passes_on_a_configuration_using_every_feature(
+        host: Container, kafka_pair: tuple[KafkaBroker, KafkaBroker]) -> None:
+    source, target = kafka_pair
+    folder = "/etc/mirrord/every"
+    consumer, producer = secured_clients(source, target, "every-mirror", folder)
+    settings = {
+        "flow": "every", "consumer.config": "consumer.properties", "producer.config": "producer.properties",
+        "whitelist": "prd-.*,ops-.*", "topics.exclude": "prd-internal-.*", "trigger": "real-time",
+        "checkpoint.interval.ms": "10000", "num.streams": "3", "offset.commit.interval.ms": "500",
+        "abort.on.send.failure": "false", "sync.topic.configs.enabled": "true",
+        "sync.topic.configs.interval.seconds": "300", "sync.group.offsets.enabled": "true",
+        "sync.group.offsets.interval.seconds": "30", "groups": "app-.*", "groups.exclude": "app-test-.*",
+        "emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "30",
+        "emit.heartbeats.enabled": "true", "emit.heartbeats.interval.seconds": "2",
+        "sync.topic.acls.enabled": "true", "sync.topic.acls.interval.seconds": "300",
+        "state.dir": "/var/lib/mirrord", "metrics.listen": "127.0.0.1:9646", "replication.policy": "prefix",
+        "source.alias": "east", "target.alias": "west", "replication.policy.separator": "_",
+        "spark.master": "spark://127.0.0.1:7077", "max.offsets.per.trigger": "100000", "offset.lag.max": "50",
+        "stall.timeout.ms": "60000", "leader.election.enabled": "true", "leader.session.timeout.ms": "15000",
+    }
+    assert set(settings) == set(config.KEYS), "a setting of mirrord.conf is missing here"
+    sections = """
+[transform:sample]
+topics = prd-.*
+sample = 0.5
+filter = get_json_object(CAST(value AS STRING), '$.kind') <> 'audit'
+
+[transform:mask]
+topics = prd-orders
+key = concat('dev-', CAST(key AS STRING))
+value = regexp_replace(CAST(value AS STRING), '"email":"[^"]*"', '"email":"***"')
+drop.headers = (?i)authorization
+"""
+    conf = configure_instance(host, "every", settings, {**consumer, "client.id": "every"},
+                              {**producer, "compression.type": "lz4", "linger.ms": "5"}, sections,
+                              spark={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m"},
+                              files={"ca.pem": target.tls.ca.read_text()})
+    done = host.run("mirrord", "--config", conf, "--check", check=False, timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith("mirrord: configuration OK;"), done.stdout + done.stderr
 
 
 def test_service_mirrors_records_from_source_to_target(host: Container, flow: dict[str, str]) -> None:

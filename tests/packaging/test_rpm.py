@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.packaging.conftest import Built, linter_report
+from tests.packaging.conftest import MAX_PACKAGE_MB, Built, linter_report, listed_jars
 
 CONFIG = ["/etc/mirrord/consumer.properties", "/etc/mirrord/mirrord.conf", "/etc/mirrord/producer.properties"]
 
@@ -34,6 +34,15 @@ def test_rpm_ships_the_same_layout_as_the_deb(files: dict) -> None:
         assert path in files, path
     assert any(p.startswith("/opt/mirrord/share/mirrord/jars/spark-sql-kafka-0-10") for p in files)
     assert not [p for p in files if p.endswith(".pyc") or "/.build-id/" in p]
+
+
+def test_rpm_is_at_most_200_mb(rpm: Built) -> None:
+    assert rpm.megabytes <= MAX_PACKAGE_MB, f"{rpm.path.name} is {rpm.megabytes:.1f} MB"
+
+
+def test_rpm_ships_only_the_pyspark_jars_mirrord_loads(files: dict) -> None:
+    folder = "/opt/mirrord/lib/python3.11/site-packages/pyspark/jars/"
+    assert {p.removeprefix(folder) for p in files if p.startswith(folder) and p.endswith(".jar")} == listed_jars()
 
 
 def test_rpm_config_is_noreplace_and_private_to_the_service(files: dict) -> None:
