@@ -119,8 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     # Stopped before the daemon has started anything: nothing to finish, a clean exit (Ctrl-C too).
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: sys.exit(0))
-    # `systemctl kill -s USR1 mirrord`: every thread's stack into the journal, for a daemon that seems stuck.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv = sys.argv[1:] if argv is None else argv
     offsets = argv[:2] == ["offsets", "translate"]
     if argv[:1] == ["offsets"] and not offsets:
@@ -144,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         from mirrord.daemon import Daemon
         from mirrord.notify import Notifier
+
+        # `systemctl kill -s USR1 mirrord`: every thread's stack into the journal, for a daemon that seems stuck.
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
 
         return Daemon(load, Notifier()).run()
     except MirrordError as exc:

@@ -211,11 +211,16 @@ class Container:
     # commands inside
 
     def run(self, *cmd: str, check: bool = True, timeout: float = 120, input: str | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        """Run `cmd` inside every namespace of the container (as root, container's PATH)."""
+            env: dict[str, str] | None = None, network: bool = True) -> subprocess.CompletedProcess:
+        """Run `cmd` inside every namespace of the container (as root, container's PATH). `network=False`:
+        in a network namespace of its own instead of the host's it shares, with no interface but a loopback
+        that is down, so anything `cmd` tries to download fails."""
         if self.leader is None:
             raise ContainerError("container is not running")
-        full = ["nsenter", "-t", str(self.leader), "-a", "--", *cmd]
+        leader = str(self.leader)
+        enter = ["nsenter", "-t", leader, "-a", "--"] if network else \
+            ["unshare", "--net", "--", "nsenter", "-t", leader, "-m", "-u", "-i", "-p", "-C", "-r", "-w", "--"]
+        full = [*enter, *cmd]
         proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, input=input,
                               env={**CONTAINER_ENV, **(env or {})}, check=False)
         if check and proc.returncode != 0:

@@ -177,7 +177,12 @@ def journal_on_failure(host: Container, unit: str = "mirrord.service") -> str:
 
 
 def test_install_needs_nothing_from_the_network(host: Container, deb: Built) -> None:
-    host.run("dpkg", "-i", f"{MNT}/{deb.path.name}", timeout=600)
+    # The container shares the host's network (its brokers listen there): the install alone runs in a
+    # network namespace of its own, where a download (pip, Maven, apt) would fail the install.
+    offline = host.run("sh", "-c", "cat /sys/class/net/*/operstate; getent hosts deb.debian.org || echo no-dns",
+                       network=False).stdout.split()
+    assert offline == ["down", "no-dns"], offline
+    host.run("dpkg", "-i", f"{MNT}/{deb.path.name}", timeout=600, network=False)
     assert host.run("dpkg-query", "-W", "-f", "${Status} ${Version}", "mirrord").stdout == \
         f"install ok installed {upstream_version()}"
 
