@@ -219,7 +219,7 @@ class Container:
             raise ContainerError("container is not running")
         leader = str(self.leader)
         enter = ["nsenter", "-t", leader, "-a", "--"] if network else \
-            ["unshare", "--net", "--", "nsenter", "-t", leader, "-m", "-u", "-i", "-p", "-C", "-r", "-w", "--"]
+            ["unshare", "--net", "--", "nsenter", "-t", leader, "-m", "-u", "-i", "-p", "-r", "-w", "--"]
         full = [*enter, *cmd]
         proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, input=input,
                               env={**CONTAINER_ENV, **(env or {})}, check=False)
