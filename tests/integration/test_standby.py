@@ -86,11 +86,7 @@ def test_an_active_host_whose_supervisor_freezes_is_fenced_before_a_standby_take
     """SIGSTOP of the active host's Python alone: its Spark JVM, a process of its own, could go on copying
     beside the standby that takes over. Its lease (half the session) lapses first: the JVM halts itself."""
     source, target = kafka_pair
-    topic, group = unique("fence"), unique("fence-group")
-    create_topic(source.bootstrap, topic, 2)
-    conf = {"leader.session.timeout.ms": str(SESSION_S * 1000)}
-    hosts = [Mirrord(write_flow(tmp_path / host, source.bootstrap, target.bootstrap, topic, group=group, conf=conf))
-             for host in ("host-a", "host-b")]
+    topic, group, hosts = two_hosts(kafka_pair, unique, tmp_path, "fence")
     first, second = hosts
     rate = 500
     trickle = Trickle(source.bootstrap, topic, 2, total=20_000, rate=rate)
@@ -134,11 +130,7 @@ def test_a_whole_active_host_frozen_past_the_session_is_fenced_when_it_wakes(kaf
     session, then SIGCONT once the standby mirrors: the woken host's lease has lapsed and cannot be renewed,
     so its JVM halts with what its producers buffered and its supervisor exits 75, as a fenced host."""
     source, target = kafka_pair
-    topic, group = unique("frozen"), unique("frozen-group")
-    create_topic(source.bootstrap, topic, 2)
-    conf = {"leader.session.timeout.ms": str(SESSION_S * 1000)}
-    hosts = [Mirrord(write_flow(tmp_path / host, source.bootstrap, target.bootstrap, topic, group=group, conf=conf))
-             for host in ("host-a", "host-b")]
+    topic, group, hosts = two_hosts(kafka_pair, unique, tmp_path, "frozen")
     first, second = hosts
     rate = 500
     trickle = Trickle(source.bootstrap, topic, 2, total=20_000, rate=rate)
@@ -176,6 +168,16 @@ def test_a_whole_active_host_frozen_past_the_session_is_fenced_when_it_wakes(kaf
                 os.kill(pid, signal.SIGCONT)
         for host in hosts:
             host.stop()
+
+
+def two_hosts(kafka_pair, unique, tmp_path, name: str) -> tuple[str, str, list[Mirrord]]:
+    """A fresh two-partition topic, its group, and two hosts of one flow with a SESSION_S session (not started)."""
+    source, target = kafka_pair
+    topic, group = unique(name), unique(f"{name}-group")
+    create_topic(source.bootstrap, topic, 2)
+    conf = {"leader.session.timeout.ms": str(SESSION_S * 1000)}
+    return topic, group, [Mirrord(write_flow(tmp_path / host, source.bootstrap, target.bootstrap, topic, group=group,
+                                             conf=conf)) for host in ("host-a", "host-b")]
 
 
 def _running(pid: int | None) -> bool:
