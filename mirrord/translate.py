@@ -203,8 +203,10 @@ def admin_settings(cfg: ClientConfig, login: JaasLogin | None = None) -> dict[st
 
 
 # The settings others depend on, in the order librdkafka accepts them one at a time (a SASL protocol
-# needs its mechanism, SCRAM needs its credentials); then every other key, in the file's order.
-_PREREQUISITES = ("sasl.username", "sasl.password", "sasl.mechanism", "security.protocol")
+# needs its mechanism, SCRAM needs its credentials, a keystore its password); then every other key, in the
+# file's order.
+_PREREQUISITES = ("sasl.username", "sasl.password", "sasl.mechanism", "security.protocol", "ssl.keystore.password",
+                  "ssl.key.password")
 
 
 def check_librdkafka(cfg: ClientConfig, settings: Mapping[str, str]) -> None:
