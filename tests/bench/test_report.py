@@ -88,11 +88,12 @@ def test_the_reference_is_the_better_mm2_of_each_repetition():
 def test_the_bars_are_judged_on_medians_of_the_ratios_within_each_repetition():
     text = report.render(results(REPS))
     assert "MirrorMaker 2 both with `tasks.max=12` (= partitions, `mm2`) and `tasks.max=2`" in text
-    # 100 B: ratios 1.50, 1.30, 1.50 -> median 1.50 >= 1.25
+    # 100 B: ratios 1.50, 1.30, 1.50 -> median 1.50 >= 1.00
     assert bar(text, "Backfill 100 B: records/s")[2:] == ["1.50 (1.30–1.50); mirrord 150,000 (130,000–210,000) vs "
                                                           "MM2 100,000 (100,000–140,000) records/s", "pass"]
-    # 1 KiB: 40/40, 55/50, 60/60 -> 1.00, 1.10, 1.00: median 1.00 >= 1.00
-    assert bar(text, "Backfill 1 KiB: records/s")[-1] == "pass"
+    # 1 KiB: 40/40, 55/50, 60/60 -> 1.00, 1.10, 1.00: median 1.00 < 1.25
+    assert bar(text, "Backfill 1 KiB: records/s")[1:] == ["≥ 1.25", "1.00 (1.00–1.10); mirrord 55,000 (40,000–60,000) "
+                                                          "vs MM2 50,000 (40,000–60,000) records/s", "**FAIL**"]
     # CPU s per M records at 100 B: 40/44, 45/50, 40/50 -> median 0.90 <= 1
     assert bar(text, "Backfill 100 B: CPU s")[2].startswith("0.90 (0.80–0.91)")
     assert bar(text, "Backfill 100 B: CPU s")[-1] == "pass"
@@ -102,6 +103,11 @@ def test_the_bars_are_judged_on_medians_of_the_ratios_within_each_repetition():
     # p99 against the better MM2: 4000/5300, 5000/6000, 2000/3000 -> median 0.75
     assert bar(text, "Steady 10,000 records/s: p99")[2].startswith("0.75 (0.67–0.83)")
     assert bar(text, "Steady 10,000 records/s: p99")[-1] == "pass"
+    # p50 against the same MM2 runs: 900/1200, 1000/1500, 1000/800 -> median 0.75 > 0.5
+    assert bar(text, "Steady 10,000 records/s: p50")[1:] == ["≤ 0.50", "0.75 (0.67–1.25); mirrord 1,000.0 "
+                                                             "(900.0–1,000.0) vs MM2 1,200.0 (800.0–1,500.0) ms",
+                                                             "**FAIL**"]
+    assert "Spark's plain sink in the same mode" not in text  # no reference ran: no row
     assert bar(text, "READY=1")[2:] == ["8.0 (7.0–9.5) s; first record on the target after 10.0 (10.0–12.0) s",
                                         "pass"]
     assert bar(text, "Peak RSS")[-1] == "pass"
@@ -116,7 +122,7 @@ def test_the_bars_are_judged_on_medians_of_the_ratios_within_each_repetition():
 def test_failures_missing_records_and_heavy_memory_fail_their_bars():
     reps = [{k: dict(v) for k, v in rep.items()} for rep in REPS]
     reps[0]["mirrord"]["backfill-100"] = {"status": "failed", "error": "RuntimeError: boom"}
-    reps[1]["mirrord"]["backfill-1024"] = backfill(20_000, 60, rss=1300, ready=20.0)
+    reps[1]["mirrord"]["backfill-1024"] = backfill(20_000, 60, rss=1600, ready=20.0)
     reps[2]["mirrord"]["steady"] = steady(math.nan, math.nan, received=0, ready=30.0)
     text = report.render(results(reps))
     assert bar(text, "Backfill 100 B: records/s")[-1] == "**FAIL**"  # the remaining ratios pass, a run failed
@@ -126,7 +132,7 @@ def test_failures_missing_records_and_heavy_memory_fail_their_bars():
     assert bar(text, "Steady 10,000 records/s: every record")[2].startswith("100.0 (0.0–100.0) % (2 of 3")
     assert bar(text, "Steady 10,000 records/s: every record")[-1] == "**FAIL**"
     assert bar(text, "Steady 10,000 records/s: p99")[2].startswith("0.83 (0.75–inf)")
-    assert bar(text, "Peak RSS")[2:] == ["1,300 MiB (median 900)", "**FAIL**"]
+    assert bar(text, "Peak RSS")[1:] == ["≤ 1,536 MiB (1.5 GiB)", "1,600 MiB (median 900)", "**FAIL**"]
     assert "| 100 B | 1 | `mm2-streams` (`mm2`: 90,000) | 140,000 | failed | | 44.0 | failed | |" in text
 
 
@@ -150,7 +156,7 @@ def test_a_mirrord_that_never_ran_fails_every_bar():
     text = report.render(results(reps))
     lines = text[text.index("### Bars for"):text.index("### Ratios")].splitlines()
     assert [ln.rsplit("|", 2)[1].strip() for ln in lines if ln.startswith("| ") and "---" not in ln][1:] == \
-        ["**FAIL**"] * 8
+        ["**FAIL**"] * 9
     assert "- rep 1, mirrord (default sink), steady: `RuntimeError: exited … mirrord: no jars`" in text
 
 
@@ -171,3 +177,20 @@ def test_the_transforms_cost_is_its_read_rate_against_plain_mirrords_in_the_same
     assert bar(text, "100 B | 3")[2:] == ["150,000", "100,000", "0.67", "40", "44", "1.10", "962,000 of 1,000,000"]
     assert ("- Backfill 100 B: records read/s with the transform ÷ without, median 0.85 over 3 repetitions "
             "(bar ≥ 0.80): pass; CPU s with ÷ without, median 1.10") in text
+
+
+def test_mirrord_is_held_to_sparks_plain_sink_in_the_same_mode_within_each_repetition():
+    reps = [{k: dict(v) for k, v in rep.items()} for rep in REPS]
+    # mirrord's 100 B rates 210, 130, 150 k against real-time Spark's 200, 160, 160 k: 1.05, 0.81, 0.94
+    for rep, rate in zip(reps, (200_000, 160_000, 160_000), strict=True):
+        rep["spark-realtime"] = {"backfill-100": backfill(rate, 30), "backfill-1024": backfill(40_000, 20)}
+    res = results(reps)
+    res["contenders"]["spark-realtime"] = "spark built-in sink, real-time mode"
+    text = report.render(res)
+    assert bar(text, "Backfill 100 B: records/s ÷ Spark's")[1:] == ["≥ 0.90", "0.94 (0.81–1.05)", "pass"]
+    # 1 KiB: 40/40, 55/40, 60/40 -> median 1.38
+    assert bar(text, "Backfill 1 KiB: records/s ÷ Spark's")[-1] == "pass"
+    reps[1]["spark-realtime"]["backfill-100"] = backfill(300_000, 30)  # 1.05, 0.43, 0.94 -> 0.94
+    reps[2]["spark-realtime"]["backfill-100"] = backfill(200_000, 30)  # 1.05, 0.43, 0.75 -> 0.75
+    text = report.render(res)
+    assert bar(text, "Backfill 100 B: records/s ÷ Spark's")[2:] == ["0.75 (0.43–1.05)", "**FAIL**"]
