@@ -1,6 +1,6 @@
 # Benchmark: mirrord against MirrorMaker 2 (run twice: tasks.max = partitions as `mm2`, = num.streams as
 # `mm2-streams`; mirrord is compared with the better of the two), MirrorMaker 1, kcat and the brokers' own limit.
-# `make bench` runs everything and regenerates the tables in BENCHMARKS.md (about 50 min on 2 cores);
+# `make bench` runs everything and regenerates the tables in BENCHMARKS.md (about 90 min on 2 cores);
 # `make bench BENCH_ARGS="--reps 1 --contenders mm2,mm2-streams,mirrord"` narrows it; `make bench-smoke` is the
 # quick check.
 .PHONY: bench bench-smoke bench-jars

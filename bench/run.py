@@ -62,7 +62,7 @@ class Config:
     contenders: dict[str, list[str]] = field(default_factory=dict)  # name -> its workloads ([] = all)
     workloads: list[str] = field(default_factory=lambda: list(WORKLOADS))
     limit: bool = True
-    budget_minutes: float = 60  # two MirrorMaker 2 runs per workload: about 50 min on 2 cores
+    budget_minutes: float = 120  # every contender, 3 repetitions: about 90 min on 2 cores
 
 
 class ReadyWatch:
@@ -222,7 +222,7 @@ class Bench:
             consumer.close()
         log(f"warmed up {topic} in {time.monotonic() - t:.1f}s")
 
-    def warm_steady(self, seconds: float = 15) -> None:
+    def warm_steady(self, seconds: float) -> None:
         """A paced stream through each broker, unmeasured, before the first contender's: measured, the first
         steady run after the brokers started had a p50 three to five times a later one's (their produce and
         fetch paths not yet compiled), so whichever contender ran first lost to run order."""
@@ -552,7 +552,7 @@ def main(argv: list[str] | None = None) -> dict:
             bench.workdir = outdir  # configs and logs of the runs are kept; broker data stays in tmp
             results["preload"] = bench.preload()
             if "steady" in cfg.workloads:
-                bench.warm_steady()
+                bench.warm_steady(1.5 * cfg.warmup_seconds)
             for rep in range(1, cfg.reps + 1):
                 rep_started = time.monotonic()
                 if rep > 1 and rep_started - t0 + last_rep > cfg.budget_minutes * 60:

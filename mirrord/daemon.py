@@ -132,6 +132,8 @@ class Daemon:
             log.warning("cannot count the source's partitions (%s): Spark gets local[%d]", one_line(str(exc)),
                         s.num_streams)
             return s.num_streams
+        if s.trigger == modes.AUTO and not modes.local_real_time_pays(partitions, os.cpu_count() or 1):
+            return s.num_streams  # micro-batch mode: its tasks run num.streams at a time
         return modes.local_slots(partitions, s.num_streams)
 
     def _enter_work_dir(self) -> None:

@@ -8,7 +8,8 @@ batch to end and a record's latency is the batch length). Micro-batch mode plans
 
 `trigger = auto` (the default) picks real-time mode wherever the slots allow, and micro-batch where
 they do not: more partitions than the slots (a Spark cluster without the cores, or partitions added
-beyond a local master's headroom), or more than `REAL_TIME_MAX_PARTITIONS`. The choice is plain data,
+beyond a local master's headroom), more than `REAL_TIME_MAX_PARTITIONS`, or, on a local master, more
+than `REAL_TIME_PARTITIONS_PER_CORE` per core of the host. The choice is plain data,
 logged, put in STATUS and exported as `mirrord_mode`.
 """
 
@@ -21,9 +22,13 @@ AUTO = "auto"
 REAL_TIME = "real-time"
 MICRO_BATCH = "micro-batch"
 CHOICES = (AUTO, REAL_TIME, MICRO_BATCH)
-# Measured on 2 cores (BENCHMARKS.md, partition scaling): real-time mode at 96 partitions still copied faster
-# and delivered sooner than MirrorMaker 2 and micro-batch mode. Above this, `auto` takes micro-batch mode.
+# Above this many source partitions `auto` takes micro-batch mode on any master.
 REAL_TIME_MAX_PARTITIONS = 512
+# On a local master, above this many source partitions per core of the host (BENCHMARKS.md, partition
+# scaling, 2 cores): at 96 partitions (48 a core) real-time mode ran, slower to deliver than at 12 yet ahead
+# of micro-batch mode; at 480 (240 a core) its 480 consumers' fetch buffers ran the default 1 GiB driver
+# heap out of memory before a record was copied.
+REAL_TIME_PARTITIONS_PER_CORE = 48
 SPARE_SLOTS = 1  # beyond one task per partition: planning the next batch must not wait for a slot
 LOCAL_SLOTS_MIN = 32  # local mode makes task threads on demand: slots no task uses cost nothing
 
@@ -61,20 +66,28 @@ def master_slots(master: str, cores: int) -> int | None:
     return cores if match.group(1) == "*" else int(match.group(1))
 
 
-def choose(setting: str, partitions: int, slots: int, transforms_refused: str = "") -> Mode:
+def local_real_time_pays(partitions: int, cores: int) -> bool:
+    """Whether `auto` may run real-time mode on a local master of a host with `cores` cores."""
+    return partitions <= REAL_TIME_PARTITIONS_PER_CORE * cores
+
+
+def choose(setting: str, partitions: int, slots: int, transforms_refused: str = "", cores: int | None = None) -> Mode:
     """The mode for a query over `partitions` source partitions with `slots` task slots. `setting` is
     the `trigger` key; `transforms_refused` is why Spark refuses the transforms in real-time mode
-    (empty when it accepts them)."""
+    (empty when it accepts them); `cores` the host's, for a local master (None for a cluster)."""
     if setting == MICRO_BATCH:
         return Mode(MICRO_BATCH, "trigger = micro-batch")
     why_not = ""
     if transforms_refused:
         why_not = f"the transforms cannot run in real-time mode ({transforms_refused})"
+    elif setting == AUTO and partitions > REAL_TIME_MAX_PARTITIONS:
+        why_not = f"{partitions} source partitions, more than real-time mode pays for ({REAL_TIME_MAX_PARTITIONS})"
+    elif setting == AUTO and cores is not None and not local_real_time_pays(partitions, cores):
+        why_not = (f"{partitions} source partitions, more than real-time mode pays for on {cores} cores in local "
+                   f"mode ({REAL_TIME_PARTITIONS_PER_CORE} a core)")
     elif slots < slots_needed(partitions):
         why_not = (f"{partitions} source partitions need {slots_needed(partitions)} task slots in real-time mode, "
                    f"the Spark master has {slots}")
-    elif setting == AUTO and partitions > REAL_TIME_MAX_PARTITIONS:
-        why_not = f"{partitions} source partitions, more than real-time mode pays for ({REAL_TIME_MAX_PARTITIONS})"
     if not why_not:
         return Mode(REAL_TIME, f"{partitions} source partitions, {slots} task slots")
     if setting == REAL_TIME:

@@ -66,7 +66,7 @@ class Mirroring:
                                            lambda topic: self.metrics.config_refused.labels(flow.name, topic).inc())
         topics = self.topics()
         self.ensure_target_topics(topics)
-        mode = modes.choose(flow.settings.trigger, sum(topics.values()), self._slots())
+        mode = self._choose(sum(topics.values()))
         self._set_mode(mode)
         self.positions.seed(topics)
         self.acks.read(commit=True)  # what a failed query's producers delivered: the start resumes past it
@@ -89,6 +89,11 @@ class Mirroring:
     def _slots(self) -> int:
         return modes.master_slots(self.master, os.cpu_count() or 1) or default_parallelism(self.spark)
 
+    def _choose(self, partitions: int) -> modes.Mode:
+        local = modes.master_slots(self.master, 1) is not None
+        return modes.choose(self.flow.settings.trigger, partitions, self._slots(),
+                            cores=(os.cpu_count() or 1) if local else None)
+
     def _set_mode(self, mode: modes.Mode) -> None:
         if mode != self.mode:
             log.info("%s mode: %s", mode.name, mode.reason)
@@ -105,7 +110,7 @@ class Mirroring:
                                                                      for p in range(n)))
         query = self.query
         if query is not None and query.mode.real_time:
-            wanted = modes.choose(self.flow.settings.trigger, sum(topics.values()), self._slots())
+            wanted = self._choose(sum(topics.values()))
             if not wanted.real_time:
                 self.requery = wanted.reason
         return 0

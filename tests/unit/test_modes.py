@@ -24,6 +24,19 @@ def test_auto_stops_at_the_measured_partition_limit_but_an_explicit_choice_does_
     assert modes.choose("real-time", many, many * 2).name == "real-time"
 
 
+def test_on_a_local_master_auto_stops_at_the_measured_partitions_per_core():
+    limit = modes.REAL_TIME_PARTITIONS_PER_CORE * 2
+    assert modes.choose("auto", limit, limit * 2, cores=2).name == "real-time"
+    mode = modes.choose("auto", limit + 1, limit * 2, cores=2)
+    assert (mode.name, mode.reason) == ("micro-batch", f"{limit + 1} source partitions, more than real-time mode "
+                                                       f"pays for on 2 cores in local mode (48 a core)")
+    assert modes.choose("real-time", limit + 1, limit * 2, cores=2).name == "real-time"  # asked for: run it
+    assert modes.choose("auto", limit + 1, limit * 2).name == "real-time"  # a cluster's slots are its cores
+    assert not modes.local_real_time_pays(480, 2) and modes.local_real_time_pays(96, 2)
+    # mirrord's own master is then local[num.streams]: the reason is still the partitions per core
+    assert modes.choose("auto", 480, 2, cores=2).reason.endswith("on 2 cores in local mode (48 a core)")
+
+
 def test_a_forced_real_time_mode_without_the_slots_falls_back_and_says_it_was_asked_for():
     mode = modes.choose("real-time", partitions=4, slots=2)
     assert mode.name == "micro-batch"
