@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.mirrord import Mirrord, write_flow
+from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import count, create_topic, produce, wait_until
 from tests.harness.spark_cluster import NO_PYTHON_HOME, SparkStandalone
 from tests.integration.test_mirror import assert_same_records, varied_records
@@ -117,6 +117,15 @@ def test_a_flow_with_a_standalone_master_mirrors_every_field(kafka_pair, unique,
         produce(source.bootstrap, topic, varied_records(150, 3, seed=32))  # and while it runs
         wait_until(mirrored(450), 120, f"{topic} streamed through the standalone cluster")
         assert_same_records(source.bootstrap, target.bootstrap, topic)
+        # The records were sent by the worker's executors, not the driver: their interceptors' counts reach
+        # the driver's /metrics through mirrord's Spark plugin (README, "Scaling out").
+        records = [*varied_records(300, 3, seed=31), *varied_records(150, 3, seed=32)]
+        wait_until(lambda: metric_value(daemon.metrics(), "mirrord_records_total", topic=topic) == 450, 60,
+                   "mirrord_records_total at 450 from the executors")
+        text = daemon.metrics()
+        key_value_bytes = sum(len(r["key"] or b"") + len(r["value"] or b"") for r in records)
+        assert metric_value(text, "mirrord_bytes_total", topic=topic) == key_value_bytes
+        assert metric_value(text, "mirrord_replication_latency_seconds_count") >= 450
         assert daemon.stop() == 0, explain()
         assert app_named(cluster, "mirrord-test")["state"] == "FINISHED", cluster.state()
     finally:
