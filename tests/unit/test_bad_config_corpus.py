@@ -8,15 +8,12 @@ is a valid character there, not an error; it is an error only where it makes a k
 
 from __future__ import annotations
 
-import logging
-import os
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from mirrord.cli import main
+from tests.unit.cli_check import run_check
 
 CONF = ("[mirrord]\nwhitelist = orders\nconsumer.config = consumer.properties\n"
         "producer.config = producer.properties\nstate.dir = state\n")
@@ -175,19 +172,7 @@ def check(tmp_path: Path, monkeypatch, capsys):
                            ("producer.properties", case.producer)):
             (tmp_path / name).write_bytes(body if isinstance(body, bytes) else body.encode())
         (tmp_path / "state").mkdir()
-        monkeypatch.chdir(tmp_path)
-        for var in [v for v in os.environ if v.startswith("MIRRORD_") and v != "MIRRORD_SPARK_JARS"]:
-            monkeypatch.delenv(var)
-        for var, value in case.env.items():
-            monkeypatch.setenv(var, value)
-        handlers, sigterm = logging.getLogger().handlers[:], signal.getsignal(signal.SIGTERM)
-        try:
-            status = main(["--check", *case.args])
-        except SystemExit as exc:
-            status = exc.code
-        finally:
-            logging.getLogger().handlers[:] = handlers
-            signal.signal(signal.SIGTERM, sigterm)
+        status = run_check(tmp_path, case.args, case.env, monkeypatch)
         return status, capsys.readouterr().err.splitlines()
     return run
 

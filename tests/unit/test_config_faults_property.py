@@ -11,10 +11,7 @@ Java client can judge start its check, a JVM each, so they are drawn rarely; the
 
 from __future__ import annotations
 
-import logging
-import os
 import secrets as random_secrets
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mirrord.cli import main
 from tests.harness.tls import make_tls
+from tests.unit.cli_check import run_check
 
 FILES = ("mirrord.conf", "consumer.properties", "producer.properties")
 # Secrets as operators choose them: letters, digits and the punctuation that needs no escaping in a
@@ -165,21 +162,16 @@ def _jks_truststore(cfg: Config, draw) -> None:
     cfg.secrets.append(password)
 
 
-def _jaas_broken(cfg: Config, draw) -> None:
-    """A JAAS configuration Kafka's parser refuses (no `required` flag), its password in it."""
-    props = _props(cfg, cfg.secret_file)
-    password = draw(secrets)
-    props.update({"security.protocol": "SASL_SSL" if "ssl.truststore.location" in props else "SASL_PLAINTEXT",
-                  "sasl.mechanism": "PLAIN", "sasl.jaas.config": f'{PLAIN} username="u" password="{password}";'})
-    cfg.secrets.append(password)
-
-
-def _jaas_no_username(cfg: Config, draw) -> None:
-    props = _props(cfg, cfg.secret_file)
-    password = draw(secrets)
-    props.update({"security.protocol": "SASL_SSL" if "ssl.truststore.location" in props else "SASL_PLAINTEXT",
-                  "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": f'{SCRAM} required password="{password}";'})
-    cfg.secrets.append(password)
+def _jaas(module: str, mechanism: str, options: str):
+    """A sasl.jaas.config that Kafka's Java client refuses, its password in it."""
+    def inject(cfg: Config, draw) -> None:
+        props = _props(cfg, cfg.secret_file)
+        password = draw(secrets)
+        props.update({"security.protocol": "SASL_SSL" if "ssl.truststore.location" in props else "SASL_PLAINTEXT",
+                      "sasl.mechanism": mechanism,
+                      "sasl.jaas.config": f'{module} {options.format(password=password)};'})
+        cfg.secrets.append(password)
+    return inject
 
 
 def _same_aliases(cfg: Config, draw) -> None:
@@ -233,8 +225,11 @@ FAULTS = [
     Fault("jks-truststore", _jks_truststore, "{secret_file}", "ssl.truststore.type"),
     Fault("env-streams", _env("MIRRORD_NUM_STREAMS", "lots"), "environment", "MIRRORD_NUM_STREAMS"),
     Fault("flag-interval", _flag("offset.commit.interval.ms", "0"), "--offset.commit.interval.ms", ""),
-    Fault("jaas-broken", _jaas_broken, "{secret_file}", "sasl.jaas.config", java=True),
-    Fault("jaas-no-username", _jaas_no_username, "{secret_file}", "sasl.jaas.config", java=True),
+    # no `required` flag: Kafka's parser refuses it
+    Fault("jaas-broken", _jaas(PLAIN, "PLAIN", 'username="u" password="{password}"'), "{secret_file}",
+          "sasl.jaas.config", java=True),
+    Fault("jaas-no-username", _jaas(SCRAM, "SCRAM-SHA-512", 'required password="{password}"'), "{secret_file}",
+          "sasl.jaas.config", java=True),
     Fault("producer-typo", _prop("producer.properties", "lingr.ms", "5"), "producer.properties", "lingr.ms",
           java=True),
 ]
@@ -265,20 +260,7 @@ def check(workdir: Path, cfg: Config, capsys, monkeypatch) -> tuple[int, list[st
     """`mirrord --check` on the configuration's files: exit status, stderr lines, all it wrote."""
     for name, body in cfg.files().items():
         (workdir / name).write_text(body, encoding="latin-1")
-    handlers, sigterm = logging.getLogger().handlers[:], signal.getsignal(signal.SIGTERM)
-    with monkeypatch.context() as m:
-        m.chdir(workdir)
-        for var in [v for v in os.environ if v.startswith("MIRRORD_") and v != "MIRRORD_SPARK_JARS"]:
-            m.delenv(var)
-        for var, value in cfg.env.items():
-            m.setenv(var, value)
-        try:
-            status = main(["--check", *cfg.args])
-        except SystemExit as exc:
-            status = exc.code
-        finally:
-            logging.getLogger().handlers[:] = handlers
-            signal.signal(signal.SIGTERM, sigterm)
+    status = run_check(workdir, cfg.args, cfg.env, monkeypatch)
     out = capsys.readouterr()
     return status, out.err.splitlines(), out.out + out.err
 
