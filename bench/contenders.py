@@ -182,8 +182,13 @@ class Kcat(Contender):
 
 
 def _spark_env() -> dict[str, str]:
+    """The Spark contenders' environment; BENCH_JAVA_OPTIONS reaches their JVMs as JAVA_TOOL_OPTIONS (profiling:
+    `-XX:StartFlightRecording=settings=profile,dumponexit=true,filename=/tmp/jfr/%p.jfr`)."""
     py = str(VENV / "bin" / "python")
-    return {"PYSPARK_PYTHON": py, "PYSPARK_DRIVER_PYTHON": py, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {"PYSPARK_PYTHON": py, "PYSPARK_DRIVER_PYTHON": py, "SPARK_LOCAL_IP": "127.0.0.1"}
+    if os.environ.get("BENCH_JAVA_OPTIONS"):
+        env["JAVA_TOOL_OPTIONS"] = os.environ["BENCH_JAVA_OPTIONS"]
+    return env
 
 
 @dataclass

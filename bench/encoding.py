@@ -28,10 +28,13 @@ import glob, os, sys
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 from pyspark.sql import SparkSession
 from pyspark.sql.types import BinaryType
-mode, source, target, topic, out, checkpoint, jars, trigger = sys.argv[1:]
+mode, source, target, topic, out, checkpoint, jars, trigger, jfr = sys.argv[1:]
 master = "local[13]" if trigger == "real-time" else "local[2]"
-spark = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
-         .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))).getOrCreate())
+builder = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
+           .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))))
+if jfr:
+    builder = builder.config("spark.driver.extraJavaOptions", "-XX:StartFlightRecording=name=bench,settings=profile")
+spark = builder.getOrCreate()
 spark.sparkContext.setLogLevel("WARN")
 spark.udf.registerJavaFunction("mirrord_envelope", "io.mirrord.EnvelopeUdf", BinaryType())
 key = "key" if mode == "plain" else "mirrord_envelope(key, unix_millis(timestamp), offset, timestampType) AS key"
@@ -52,11 +55,20 @@ writer.start().awaitTermination()
 '''
 
 
+def dump_recording(group: int, into: Path) -> None:
+    """Writes the flight recording of the query's JVM (in process group `group`) to `into`."""
+    pids = subprocess.run(["pgrep", "-g", str(group), "java"], capture_output=True, text=True).stdout.split()
+    for pid in pids:
+        subprocess.run(["jcmd", pid, "JFR.dump", "name=bench", f"filename={into}"], capture_output=True, timeout=120)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.encoding")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--records", type=int, default=3_000_000)
     ap.add_argument("--trigger", choices=("micro-batch", "real-time"), default="micro-batch")
+    ap.add_argument("--modes", default="plain,envelope,syncs", help="which of plain, envelope, syncs to run")
+    ap.add_argument("--jfr", type=Path, help="write a Java Flight Recording of each run into this directory")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-encoding-"))
     (work / "query.py").write_text(QUERY)
@@ -70,12 +82,13 @@ def main() -> None:
         if loaded.returncode != 0 or count(source.bootstrap, "load") < a.records:
             raise SystemExit(f"loading the source failed: {loaded.stderr[-2000:] or loaded.stdout[-2000:]}")
         for rep in range(a.reps):
-            for mode in ("plain", "envelope", "syncs"):
+            for mode in a.modes.split(","):
                 out = f"out-{mode}-{rep}"
                 create_topic(target.bootstrap, out, 12)
                 proc = subprocess.Popen(
                     [sys.executable, str(work / "query.py"), mode, source.bootstrap, target.bootstrap, "load", out,
-                     str(work / f"checkpoint-{out}"), str(ROOT / ".cache" / "jars" / "spark"), a.trigger],
+                     str(work / f"checkpoint-{out}"), str(ROOT / ".cache" / "jars" / "spark"), a.trigger,
+                     str(a.jfr.resolve() / f"{out}.jfr") if a.jfr else ""],
                     stdout=open(work / f"{out}.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
                 try:
                     wait_until(lambda out=out: count(target.bootstrap, out) > 0, 180, "the first record", interval=0.05)
@@ -85,6 +98,8 @@ def main() -> None:
                     rate = a.records / (time.monotonic() - began)
                     print(f"rep {rep + 1} {a.trigger} {mode:9} {rate:>10,.0f} records/s", flush=True)
                 finally:
+                    if a.jfr:
+                        dump_recording(proc.pid, a.jfr.resolve() / f"{out}.jfr")
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
     finally:

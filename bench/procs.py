@@ -87,6 +87,43 @@ class TreeSampler:
         return Usage(sum(self._cpu.values()) / TICK, self._peak_rss)
 
 
+def thread_cpu(root: int) -> list[tuple[float, int, str, str]]:
+    """(CPU seconds, pid, process name, thread name) of every thread in root's tree, most CPU first: where a
+    contender's CPU went (thread names group Spark's task threads, Kafka's I/O threads, ...)."""
+    rows = []
+    for pid in tree(root):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                process = f.read().strip()
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                    raw = f.read()
+            except OSError:
+                continue
+            name = raw[raw.index(b"(") + 1:raw.rindex(b")")].decode("utf-8", "replace")
+            fields = raw[raw.rindex(b")") + 2:].split()
+            rows.append(((int(fields[11]) + int(fields[12])) / TICK, pid, process, name))
+    return sorted(rows, reverse=True)
+
+
+def dump_flight_recordings(root: int, into) -> None:
+    """Writes the flight recordings of every JVM in root's tree (started with -XX:StartFlightRecording, as
+    BENCH_JAVA_OPTIONS does) to `into`/<pid>.jfr before the contender is stopped: a stop kills them unwritten."""
+    for pid in tree(root):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "java":
+                    continue
+        except OSError:
+            continue
+        subprocess.run(["jcmd", str(pid), "JFR.dump", f"filename={into}/{pid}.jfr"], capture_output=True,
+                       timeout=120, check=False)
+
+
 def terminate(proc: subprocess.Popen, grace: float = 20) -> None:
     """Stop a process started with start_new_session=True, with everything it started."""
     if proc.poll() is not None:

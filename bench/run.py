@@ -33,7 +33,7 @@ from bench import report
 from bench.cluster import Cluster
 from bench.contenders import JARS, PRODUCER, ROOT, Contender, Ctx, Run, all_contenders
 from bench.latency import PROBE, encode
-from bench.procs import TICK, TreeSampler, terminate
+from bench.procs import TICK, TreeSampler, dump_flight_recordings, terminate, thread_cpu
 from tests.harness.kafka import KafkaBroker, java
 
 SIZES = {"backfill-100": 100, "backfill-1024": 1024}
@@ -293,6 +293,10 @@ class Bench:
 
     def _finish(self, launched: Launched, run: Run) -> dict:
         proc, usage = launched.proc, launched.sampler.stop()
+        (run.workdir / "threads.tsv").write_text("".join(f"{cpu:.2f}\t{pid}\t{process}\t{name}\n"
+                                                         for cpu, pid, process, name in thread_cpu(proc.pid)))
+        if "FlightRecording" in os.environ.get("BENCH_JAVA_OPTIONS", ""):
+            dump_flight_recordings(proc.pid, run.workdir)
         terminate(proc)
         ready = launched.ready.stop() if launched.ready else None
         for cluster in (self.source, self.target):  # the run's topics and any internal topics named after it

@@ -1,6 +1,8 @@
 package io.mirrord;
 
-import java.nio.ByteBuffer;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
@@ -20,16 +22,19 @@ public final class Envelope {
     public static final int HEADER_BYTES = 18;
     static final int NULL_KEY = 1;
     static final int LOG_APPEND_TIME = 2;
+    private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     /** {@code timestampType} as Spark's Kafka source gives it: 0 CreateTime, 1 LogAppendTime. */
     public static byte[] wrap(byte[] key, long timestampMs, long sourceOffset, int timestampType) {
-        int flags = (key == null ? NULL_KEY : 0) | (timestampType == 1 ? LOG_APPEND_TIME : 0);
-        ByteBuffer buffer = ByteBuffer.allocate(HEADER_BYTES + (key == null ? 0 : key.length))
-                .put(VERSION).put((byte) flags).putLong(timestampMs).putLong(sourceOffset);
+        byte[] wrapped = new byte[HEADER_BYTES + (key == null ? 0 : key.length)];
+        wrapped[0] = VERSION;
+        wrapped[1] = (byte) ((key == null ? NULL_KEY : 0) | (timestampType == 1 ? LOG_APPEND_TIME : 0));
+        LONG.set(wrapped, 2, timestampMs);
+        LONG.set(wrapped, 10, sourceOffset);
         if (key != null) {
-            buffer.put(key);
+            System.arraycopy(key, 0, wrapped, HEADER_BYTES, key.length);
         }
-        return buffer.array();
+        return wrapped;
     }
 
     public static Unwrapped unwrap(byte[] wrapped) {
@@ -50,9 +55,9 @@ public final class Envelope {
         if (nullKey && wrapped.length > HEADER_BYTES) {
             throw new EnvelopeError("mirrord envelope of a null key carries " + (wrapped.length - HEADER_BYTES) + " key bytes");
         }
-        ByteBuffer buffer = ByteBuffer.wrap(wrapped);
         byte[] key = nullKey ? null : Arrays.copyOfRange(wrapped, HEADER_BYTES, wrapped.length);
-        return new Unwrapped(key, buffer.getLong(2), buffer.getLong(10), (flags & LOG_APPEND_TIME) != 0);
+        return new Unwrapped(key, (long) LONG.get(wrapped, 2), (long) LONG.get(wrapped, 10),
+                (flags & LOG_APPEND_TIME) != 0);
     }
 
     /** What {@link #unwrap} found: the original key (null if it was null) and the source's facts. */

@@ -64,7 +64,8 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> syncProducers;
     private final Stats stats;
     private final boolean background;
-    private final Map<String, Pairing[]> pairings = new ConcurrentHashMap<>();  // by target topic, partition
+    private final Map<String, Partitions> pairings = new ConcurrentHashMap<>();  // by target topic
+    private volatile Partitions last;  // the target topic of the last lookup: most records go where the last one went
     private final WarnLimiter unpartitioned = new WarnLimiter(60_000);
     private String sourceTopicPrefix = "";
     private OffsetSyncWriter writer;  // null: no offset syncs
@@ -108,8 +109,8 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         }
         long total = 0;
         for (MirrorInterceptor interceptor : live) {
-            for (Pairing[] partitions : interceptor.pairings.values()) {
-                for (Pairing pairing : partitions) {
+            for (Partitions partitions : interceptor.pairings.values()) {
+                for (Pairing pairing : partitions.pairings) {
                     total += pairing == null ? 0 : pairing.inFlight();
                 }
             }
@@ -174,19 +175,21 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
             throw new FencedError("not sent to " + record.topic() + ": this host's lease lapsed (fenced)");
         }
         Envelope.Unwrapped source = Envelope.unwrap(record.key());
+        Integer partition = record.partition();
+        Pairing pairing = partition != null && partition >= 0 ? pairing(record.topic(), partition) : null;
         ProducerRecord<byte[], byte[]> unwrapped;
         try {
             Long timestamp = source.timestampMs() >= 0 ? source.timestampMs() : null;  // unknown: the producer's clock
-            unwrapped = new ProducerRecord<>(record.topic(), record.partition(), timestamp, source.key(), record.value(),
-                    record.headers());
+            // the pairing's own copy of the topic's name: Spark makes a new String per record, whose hash the
+            // producer would compute again in each of its lookups
+            unwrapped = new ProducerRecord<>(pairing != null ? pairing.target : record.topic(), partition, timestamp,
+                    source.key(), record.value(), record.headers());
         } catch (RuntimeException e) {
             throw new EnvelopeError("cannot unwrap a record for " + record.topic(), e);  // never send the envelope
         }
         long bytes = length(source.key()) + length(record.value());
-        if (record.partition() != null) {
-            Pairing pairing = pairing(record.topic(), record.partition());
-            pairing.counts.bytes.add(bytes);
-            pairing.sent(source.sourceOffset());
+        if (pairing != null) {
+            pairing.sent(source.sourceOffset(), bytes);
         } else {
             stats.addBytes(record.topic(), bytes);
             if (writer != null && unpartitioned.admit() >= 0) {
@@ -202,18 +205,15 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
             return;  // Kafka knew neither the record nor its partition: nothing was paired
         }
         Pairing pairing = metadata.partition() >= 0 ? existing(metadata.topic(), metadata.partition()) : null;
-        if (exception == null) {
-            if (pairing != null) {
-                pairing.counts.records.increment();
-            } else {
-                stats.addRecord(metadata.topic());
-            }
-            if (metadata.hasTimestamp()) {
-                stats.observeLatencyMs(System.currentTimeMillis() - metadata.timestamp());
-            }
-        }
+        long latencyMs = exception == null && metadata.hasTimestamp() ? System.currentTimeMillis() - metadata.timestamp()
+                : Stats.NO_LATENCY;
         if (pairing != null) {
-            pairing.acknowledged(metadata, exception, writer);
+            pairing.acknowledged(metadata, exception, latencyMs, writer);
+        } else if (exception == null) {
+            stats.addRecord(metadata.topic());
+            if (latencyMs != Stats.NO_LATENCY) {
+                stats.observeLatencyMs(latencyMs);
+            }
         }
     }
 
@@ -221,6 +221,13 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
     public void close() {
         synchronized (LIVE) {
             LIVE.remove(this);
+        }
+        for (Partitions partitions : pairings.values()) {
+            for (Pairing pairing : partitions.pairings) {
+                if (pairing != null) {
+                    stats.release(pairing.tally);
+                }
+            }
         }
         if (writer != null) {
             writer.close(CLOSE_TIMEOUT);
@@ -239,21 +246,40 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
     }
 
     private Pairing existing(String topic, int partition) {
-        Pairing[] partitions = pairings.get(topic);
-        return partitions != null && partition < partitions.length ? partitions[partition] : null;
+        Partitions partitions = last;
+        if (partitions == null || !partitions.topic.equals(topic)) {  // equals: cheaper than the hash of a new String
+            partitions = pairings.get(topic);
+            if (partitions == null) {
+                return null;
+            }
+            last = partitions;
+        }
+        Pairing[] array = partitions.pairings;
+        return partition < array.length ? array[partition] : null;
     }
 
     private synchronized Pairing created(String topic, int partition) {
-        Pairing[] partitions = pairings.getOrDefault(topic, new Pairing[0]);
-        if (partition < partitions.length && partitions[partition] != null) {
-            return partitions[partition];
+        Partitions partitions = pairings.computeIfAbsent(topic, Partitions::new);
+        Pairing[] array = partitions.pairings;
+        if (partition < array.length && array[partition] != null) {
+            return array[partition];
         }
-        Pairing[] grown = Arrays.copyOf(partitions, Math.max(partitions.length, partition + 1));
+        Pairing[] grown = Arrays.copyOf(array, Math.max(array.length, partition + 1));
         TopicPartition source = new TopicPartition(sourceTopic(topic), partition);
-        grown[partition] = new Pairing(source, stats.topic(topic), stats.position(source.topic(), partition),
+        grown[partition] = new Pairing(partitions.topic, stats.tally(partitions.topic, source.topic(), partition),
                 writer == null ? null : writer.state(source));
-        pairings.put(topic, grown);  // a new array each time: readers never see one being filled
+        partitions.pairings = grown;  // a new array each time: readers never see one being filled
         return grown[partition];
+    }
+
+    /** One target topic's pairings by partition, under the name the first record gave it. */
+    private static final class Partitions {
+        final String topic;
+        volatile Pairing[] pairings = new Pairing[0];
+
+        Partitions(String topic) {
+            this.topic = topic;
+        }
     }
 
     /** The prefix replication policy in reverse; a target topic without the prefix keeps its name. */
@@ -262,68 +288,77 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
     }
 
     /**
-     * The source offsets of one target partition's records in flight, in send order, its counters, and the
-     * acknowledged position of its source partition.
+     * The source offsets of one target partition's records in flight, in send order, and its tally; both
+     * guarded by the tally's monitor, the one lock a record takes in {@code onSend} and in
+     * {@code onAcknowledgement}.
      */
     private static final class Pairing {
-        final Stats.Topic counts;
-        private final TopicPartition source;
-        private final Stats.Position position;
+        final String target;
+        final Stats.Tally tally;
         private final OffsetSyncWriter.PartitionState state;  // null: no offset syncs
         private long[] inFlight = new long[64];  // a ring: head is the oldest
         private int head;
         private int size;
         private boolean broken;
 
-        Pairing(TopicPartition source, Stats.Topic counts, Stats.Position position,
-                OffsetSyncWriter.PartitionState state) {
-            this.source = source;
-            this.counts = counts;
-            this.position = position;
+        Pairing(String target, Stats.Tally tally, OffsetSyncWriter.PartitionState state) {
+            this.target = target;
+            this.tally = tally;
             this.state = state;
         }
 
-        synchronized int inFlight() {
-            return size;
+        int inFlight() {
+            synchronized (tally) {
+                return size;
+            }
         }
 
-        synchronized void sent(long sourceOffset) {
-            if (size == inFlight.length) {
-                long[] grown = new long[size * 2];
-                for (int i = 0; i < size; i++) {
-                    grown[i] = inFlight[(head + i) % size];
+        void sent(long sourceOffset, long bytes) {
+            synchronized (tally) {
+                if (size == inFlight.length) {
+                    long[] grown = new long[size * 2];
+                    for (int i = 0; i < size; i++) {
+                        grown[i] = inFlight[(head + i) % size];
+                    }
+                    inFlight = grown;
+                    head = 0;
                 }
-                inFlight = grown;
-                head = 0;
+                inFlight[(head + size) % inFlight.length] = sourceOffset;
+                size++;
+                tally.sent(bytes);
             }
-            inFlight[(head + size) % inFlight.length] = sourceOffset;
-            size++;
         }
 
-        synchronized void acknowledged(RecordMetadata metadata, Exception exception, OffsetSyncWriter writer) {
-            if (size == 0) {
-                return;  // a record sent without a partition
-            }
-            long upstream = inFlight[head];
-            head = (head + 1) % inFlight.length;
-            size--;
-            if (exception != null) {
-                broken = true;
-                if (writer != null) {
-                    writer.reset(state);
+        /** {@code latencyMs}: since the record's timestamp, {@link Stats#NO_LATENCY} if unknown or failed. */
+        void acknowledged(RecordMetadata metadata, Exception exception, long latencyMs, OffsetSyncWriter writer) {
+            synchronized (tally) {
+                if (exception == null) {
+                    tally.acknowledged(latencyMs);
                 }
-            } else if (!broken) {
-                if (upstream >= 0) {
-                    position.advance(upstream + 1);
+                if (size == 0) {
+                    return;  // a record sent without a partition
                 }
-                if (writer != null && upstream >= 0 && metadata.hasOffset()) {
-                    writer.acked(state, upstream, metadata.offset());
-                } else if (writer != null) {
-                    writer.reset(state);  // an offset unknown (acks=0, or no source offset): the run ends here
+                long upstream = inFlight[head];
+                head = (head + 1) % inFlight.length;
+                size--;
+                if (exception != null) {
+                    broken = true;
+                    if (writer != null) {
+                        writer.reset(state);
+                    }
+                } else if (!broken) {
+                    if (upstream >= 0) {
+                        tally.advance(upstream + 1);
+                    }
+                    if (writer != null && upstream >= 0 && metadata.hasOffset()) {
+                        writer.acked(state, upstream, metadata.offset());
+                    } else if (writer != null) {
+                        writer.reset(state);  // an offset unknown (acks=0, or no source offset): the run ends here
+                    }
                 }
-            }
-            if (size == 0) {
-                broken = false;
+                if (size == 0) {
+                    broken = false;
+                }
             }
         }
     }

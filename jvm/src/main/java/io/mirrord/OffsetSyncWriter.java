@@ -31,6 +31,8 @@ final class OffsetSyncWriter implements AutoCloseable {
     static final String RUN_START_HEADER = "mirrord.run.start";
     /** Syncs waiting for the writer's thread beyond this many are dropped (and counted as errors). */
     static final int OUTBOX_CAPACITY = 100_000;
+    /** How long the writer's thread gathers syncs after the first one before writing them. */
+    static final long BATCH_MS = 50;
     private static final Logger log = LoggerFactory.getLogger(OffsetSyncWriter.class);
 
     private final Producer<byte[], byte[]> producer;
@@ -177,6 +179,9 @@ final class OffsetSyncWriter implements AutoCloseable {
                 Sync sync = outbox.poll(Math.max(0, nextFlush - System.nanoTime()), TimeUnit.NANOSECONDS);
                 if (sync != null) {
                     send(sync);
+                    // the syncs emitted meanwhile, as one batch: a wake-up per sync (thousands a second in a
+                    // backfill) took the cores from the records' threads
+                    TimeUnit.MILLISECONDS.sleep(BATCH_MS);
                     sendQueued();
                 }
                 if (System.nanoTime() - nextFlush >= 0) {
