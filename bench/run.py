@@ -478,7 +478,7 @@ def machine() -> dict:
         "mirrormaker1": jar("mm1", "kafka_2.13-"),
         "spark_sql_kafka": jar("spark", "spark-sql-kafka-0-10_2.13-"),
         "kcat": _kcat_version(),
-        "mirrord_commit": _first_line(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs", "--", "mirrord"]),
+        "mirrord_commit": _first_line(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs", "--", "mirrord", "jvm"]),
     }
 
 

@@ -68,9 +68,11 @@ class Cluster:
         if not md.brokers:
             raise ClusterUnavailable(f"{self.name} cluster ({self.bootstrap}) has no brokers")
 
-    def partitions(self, pattern: str | None = None) -> dict[str, int]:
-        """Topic → partition count, for topics matching `pattern` (all when None)."""
-        md = retrying(lambda: self.admin.list_topics(timeout=TIMEOUT), timeout=OUTAGE_TIMEOUT)
+    def partitions(self, pattern: str | None = None, patience: float = OUTAGE_TIMEOUT,
+                   timeout: float = TIMEOUT) -> dict[str, int]:
+        """Topic → partition count, for topics matching `pattern` (all when None); an unreachable cluster is
+        asked again for `patience` seconds, each time waiting `timeout` for its answer."""
+        md = retrying(lambda: self.admin.list_topics(timeout=timeout), timeout=patience)
         return {
             name: len(t.partitions)
             for name, t in md.topics.items()

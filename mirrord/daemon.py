@@ -44,6 +44,7 @@ START_ATTEMPTS = 5  # failed starts while both clusters answer before mirrord gi
 STANDBY_AFTER = 5.0  # no assignment this long after joining the election: another host has it
 OUTAGE_MEMORY = 600.0  # a query that fails within this of an outage failed because of it
 TOPICS_EVERY = 1.0  # new source topics get their target copy within this (their records wait in the producer)
+SIZING_TIMEOUT = 5.0  # how long the start waits for the source to count its partitions (it sizes local[N])
 
 
 class Daemon:
@@ -127,7 +128,8 @@ class Daemon:
         if s.trigger == modes.MICRO_BATCH:
             return s.num_streams
         try:
-            partitions = sum(self.source.partitions(self.flow.pattern).values())
+            # one question, answered soon or not at all: a stop must not wait for an unreachable source here
+            partitions = sum(self.source.partitions(self.flow.pattern, patience=0, timeout=SIZING_TIMEOUT).values())
         except Exception as exc:  # noqa: BLE001 - an unreachable source: real-time mode waits for a restart
             log.warning("cannot count the source's partitions (%s): Spark gets local[%d]", one_line(str(exc)),
                         s.num_streams)

@@ -13,12 +13,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mirrord import translate
 from mirrord.admin import TP, Cluster, OffsetSyncsReader
 from mirrord.checkpoints import group_checkpoints
 from mirrord.config import Settings
 from mirrord.errors import MirrordError
-from mirrord.flow import offset_syncs_topic
+from mirrord.flow import Flow
 from mirrord.offsets import OffsetSyncStore
 from mirrord.policy import make_policy, selects, subscribe_pattern
 
@@ -66,15 +65,15 @@ def rows(group: str, committed: dict[TP, int], syncs: OffsetSyncStore, settings:
 
 def run(settings: Settings, group: str, topic_regex: str | None, apply: bool,
         write: Callable[[str], None] = print) -> int:
-    policy = make_policy(settings.replication_policy, settings.source_alias, settings.target_alias,
-                         settings.separator)
+    flow = Flow.from_settings(settings)  # the clients' settings as the daemon's (a SASL login parsed by Kafka's)
+    policy = flow.policy
     quiet = {"log_level": "0"}  # a command's errors are its one line, not librdkafka's retries
-    source = Cluster("source", {**translate.admin_settings(settings.consumer), **quiet})
-    target = Cluster("target", {**translate.admin_settings(settings.producer), **quiet})
+    source = Cluster("source", {**flow.source_admin, **quiet})
+    target = Cluster("target", {**flow.target_admin, **quiet})
     try:
         source.check()
         target.check()
-        syncs_topic = offset_syncs_topic(settings)
+        syncs_topic = flow.offset_syncs_topic
         if syncs_topic not in target.partitions():
             raise MirrordError(f"no offset syncs on the target ({syncs_topic} does not exist): has this flow "
                                "mirrored anything yet?")

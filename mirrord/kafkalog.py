@@ -4,8 +4,9 @@ mirrord's Kafka clients (confluent-kafka) hand their log lines to `LOGGER` (thei
 served when the client is polled. A cluster that does not answer makes librdkafka log every reconnect
 attempt (`Connect to ... failed: Connection refused`, every 50 ms per broker and client): mirrord's
 cluster probe (health.py) already says when a cluster becomes unreachable, how long it has been, and
-when it answers again, so those lines are dropped. Every other line is let through once a minute per
-kind, with the count of the ones held back.
+when it answers again, so those lines are dropped, unless they say why the cluster refused us (a login
+or a TLS handshake refused: the probe only sees that it is unreachable). Every other line is let through
+once a minute per kind, with the count of the ones held back.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ EVERY = 60.0
 # What librdkafka says about connections to a broker that is away: the probe's business.
 CONNECTION = re.compile(r"^(?:FAIL|REQTMOUT|DISCONNECT|BROKERFAIL|TERMINATE|ERROR) |Connection refused|"
                         r"Disconnected|brokers are down|Connect to |timed out|Receive failed|transport failure")
+# ... but these say why a cluster that answers refuses mirrord: the operator's cause.
+REFUSED = re.compile(r"authentication|SSL handshake|certificate", re.IGNORECASE)
 
 
 class OncePerKind(logging.Filter):
@@ -30,7 +33,7 @@ class OncePerKind(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        if CONNECTION.search(text):
+        if CONNECTION.search(text) and not REFUSED.search(text):
             return False
         kind = re.sub(r"\d+", "#", text.split("]:", 1)[-1])[:80]  # the message, numbers aside
         now = time.monotonic()

@@ -65,11 +65,38 @@ def test_a_flow_over_sasl_and_ssl_copies_every_byte_and_never_shows_the_password
         daemon.stop()
         notify.close()
 
+    translated = subprocess.run([*mirrord_command(), "offsets", "translate", "--config", str(config), "--group", group],
+                                cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert translated.returncode == 0, translated.stderr
+    rows = [line.split("\t") for line in translated.stdout.splitlines()[1:] if line.startswith(topic + "\t")]
+    assert {(r[1], r[4]) for r in rows} == {("0", "200"), ("1", "200")}, translated.stdout  # resume after the 400
     output, status = daemon.output(), "\n".join(notify.lines("STATUS="))
     assert "mirroring 127.0.0.1" in output and "records mirrored" in status and "mirrord_records_total" in metrics
     for name, text in {"output": output, "STATUS": status, "/metrics": metrics,
-                       "--check": check.stdout + check.stderr}.items():
+                       "--check": check.stdout + check.stderr,
+                       "offsets translate": translated.stdout + translated.stderr}.items():
         assert password not in text, f"the password is in mirrord's {name}"
+
+
+def test_a_refused_login_is_named_in_the_journal_without_the_password(kafka_pair, unique, tmp_path):
+    """A wrong password: the operator reads that the source refused the login (not only that it is unreachable),
+    and neither the wrong password nor the right one appears anywhere."""
+    source, target = kafka_pair
+    password = source.scram_users[SCRAM_USER]
+    wrong = "Wr0ng-" + password[::-1]
+    topic = unique("refused")
+    create_topic(source.bootstrap, topic, 1)
+    config = secured_flow(tmp_path / "flow", source, target, topic, unique("refused-group"), wrong)
+    notify = NotifySocket(tmp_path / "notify.sock")
+    daemon = Mirrord(config, env=notify.env()).start()
+    try:
+        wait_until(lambda: "authentication failed" in daemon.output().lower(), 120, "the refused login named")
+    finally:
+        daemon.stop()
+        notify.close()
+    output, status = daemon.output(), "\n".join(notify.lines("STATUS="))
+    for secret in (password, wrong):
+        assert secret not in output and secret not in status, "a password is in mirrord's output or STATUS"
 
 
 @pytest.mark.parametrize(("consumer", "expected"), [

@@ -22,3 +22,15 @@ def test_reconnect_attempts_are_dropped_and_other_lines_come_once_a_minute_with_
     quiet._seen = {kind: (last - 61, held) for kind, (last, held) in quiet._seen.items()}
     again = record(auth)
     assert quiet.filter(again) and again.getMessage().endswith("(and 1 more like it in the last minute)")
+
+
+def test_a_refused_login_or_handshake_is_kept_though_librdkafka_files_it_as_a_connection_failure():
+    quiet = OncePerKind()
+    refused = ("FAIL [rdkafka#producer-1] [thrd:sasl_plaintext://127.0.0.1:9/bootstrap]: sasl_plaintext://127.0.0.1:9/"
+               "bootstrap: SASL authentication error: Authentication failed during authentication due to invalid "
+               "credentials with SASL mechanism SCRAM-SHA-512 (after 2ms in state AUTH_REQ)")
+    handshake = ("FAIL [rdkafka#producer-2] [thrd:ssl://127.0.0.1:9/bootstrap]: ssl://127.0.0.1:9/bootstrap: SSL "
+                 "handshake failed: error:0A000086:SSL routines::certificate verify failed (after 3ms in state "
+                 "SSL_HANDSHAKE)")
+    assert quiet.filter(record(refused)) and quiet.filter(record(handshake))
+    assert not quiet.filter(record(refused))  # then once a minute, like every other kind
