@@ -19,22 +19,21 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.procs import dump_flight_recordings
 from tests.harness.kafka import run_class, start_pair
 from tests.harness.records import count, create_topic, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
+RECORDING = "-XX:StartFlightRecording=settings=profile"  # --jfr: each query's JVM records, dumped before it is killed
 QUERY = r'''
 import glob, os, sys
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 from pyspark.sql import SparkSession
 from pyspark.sql.types import BinaryType
-mode, source, target, topic, out, checkpoint, jars, trigger, jfr = sys.argv[1:]
+mode, source, target, topic, out, checkpoint, jars, trigger = sys.argv[1:]
 master = "local[13]" if trigger == "real-time" else "local[2]"
-builder = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
-           .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))))
-if jfr:
-    builder = builder.config("spark.driver.extraJavaOptions", "-XX:StartFlightRecording=name=bench,settings=profile")
-spark = builder.getOrCreate()
+spark = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
+         .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))).getOrCreate())
 spark.sparkContext.setLogLevel("WARN")
 spark.udf.registerJavaFunction("mirrord_envelope", "io.mirrord.EnvelopeUdf", BinaryType())
 key = "key" if mode == "plain" else "mirrord_envelope(key, unix_millis(timestamp), offset, timestampType) AS key"
@@ -55,20 +54,13 @@ writer.start().awaitTermination()
 '''
 
 
-def dump_recording(group: int, into: Path) -> None:
-    """Writes the flight recording of the query's JVM (in process group `group`) to `into`."""
-    pids = subprocess.run(["pgrep", "-g", str(group), "java"], capture_output=True, text=True).stdout.split()
-    for pid in pids:
-        subprocess.run(["jcmd", pid, "JFR.dump", "name=bench", f"filename={into}"], capture_output=True, timeout=120)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.encoding")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--records", type=int, default=3_000_000)
     ap.add_argument("--trigger", choices=("micro-batch", "real-time"), default="micro-batch")
     ap.add_argument("--modes", default="plain,envelope,syncs", help="which of plain, envelope, syncs to run")
-    ap.add_argument("--jfr", type=Path, help="write a Java Flight Recording of each run into this directory")
+    ap.add_argument("--jfr", type=Path, help="write each run's Java Flight Recording into DIR/<run>/<pid>.jfr")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-encoding-"))
     (work / "query.py").write_text(QUERY)
@@ -87,9 +79,9 @@ def main() -> None:
                 create_topic(target.bootstrap, out, 12)
                 proc = subprocess.Popen(
                     [sys.executable, str(work / "query.py"), mode, source.bootstrap, target.bootstrap, "load", out,
-                     str(work / f"checkpoint-{out}"), str(ROOT / ".cache" / "jars" / "spark"), a.trigger,
-                     str(a.jfr.resolve() / f"{out}.jfr") if a.jfr else ""],
-                    stdout=open(work / f"{out}.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+                     str(work / f"checkpoint-{out}"), str(ROOT / ".cache" / "jars" / "spark"), a.trigger],
+                    stdout=open(work / f"{out}.log", "w"), stderr=subprocess.STDOUT, start_new_session=True,
+                    env={**os.environ, "JAVA_TOOL_OPTIONS": RECORDING} if a.jfr else None)
                 try:
                     wait_until(lambda out=out: count(target.bootstrap, out) > 0, 180, "the first record", interval=0.05)
                     began = time.monotonic()
@@ -99,7 +91,8 @@ def main() -> None:
                     print(f"rep {rep + 1} {a.trigger} {mode:9} {rate:>10,.0f} records/s", flush=True)
                 finally:
                     if a.jfr:
-                        dump_recording(proc.pid, a.jfr.resolve() / f"{out}.jfr")
+                        (a.jfr / out).mkdir(parents=True, exist_ok=True)
+                        dump_flight_recordings(proc.pid, (a.jfr / out).resolve())
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
     finally:

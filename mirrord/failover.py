@@ -19,7 +19,7 @@ from mirrord.config import Settings
 from mirrord.errors import MirrordError
 from mirrord.flow import Flow
 from mirrord.offsets import OffsetSyncStore
-from mirrord.policy import make_policy, selects, subscribe_pattern
+from mirrord.policy import Policy, selects
 
 EX_TEMPFAIL = 75
 
@@ -48,11 +48,9 @@ class Row:
 HEADER = "TOPIC\tPARTITION\tSOURCE-OFFSET\tTARGET-TOPIC\tTARGET-OFFSET\tTARGET-COMMITTED"
 
 
-def rows(group: str, committed: dict[TP, int], syncs: OffsetSyncStore, settings: Settings,
+def rows(group: str, committed: dict[TP, int], syncs: OffsetSyncStore, policy: Policy,
          target_committed: dict[TP, int]) -> list[Row]:
     """One row per partition the group committed on the source, translated or not."""
-    policy = make_policy(settings.replication_policy, settings.source_alias, settings.target_alias,
-                         settings.separator)
     translated = group_checkpoints(group, committed, syncs, policy)
     out = []
     for (topic, partition), offset in sorted(committed.items()):
@@ -77,8 +75,7 @@ def run(settings: Settings, group: str, topic_regex: str | None, apply: bool,
         if syncs_topic not in target.partitions():
             raise MirrordError(f"no offset syncs on the target ({syncs_topic} does not exist): has this flow "
                                "mirrored anything yet?")
-        topics = source.partitions(subscribe_pattern(settings.whitelist, policy, settings.topics_exclude,
-                                                     settings.separator))
+        topics = source.partitions(flow.pattern)
         if settings.topics_exclude:  # the whitelist takes them, topics.exclude keeps them out: never in the target
             excluded = sorted(t for t in source.partitions(settings.topics_exclude) if t not in topics
                               and selects(settings.whitelist, t) and (not topic_regex or re.fullmatch(topic_regex, t)))
@@ -97,7 +94,7 @@ def run(settings: Settings, group: str, topic_regex: str | None, apply: bool,
         finally:
             reader.close()
         target_topics = {policy.target_topic(t): n for t, n in topics.items()}
-        table = rows(group, committed, syncs, settings, target.committed(group, target_topics))
+        table = rows(group, committed, syncs, policy, target.committed(group, target_topics))
         write(HEADER)
         for row in table:
             write(row.line())
