@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import statistics
-import sys
 from pathlib import Path
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -543,6 +543,16 @@ def update_doc(path: Path, tables: str, block: str = "") -> None:
     path.write_text(text)
 
 
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path, help="a bench run's results.json (bench/results/<time>/results.json)")
+    ap.add_argument("doc", type=Path, nargs="?", default=Path(__file__).resolve().parents[1] / "BENCHMARKS.md",
+                    help="the document whose tables are replaced (default: BENCHMARKS.md)")
+    ap.add_argument("block", nargs="?", default="",
+                    help="a named block (<!-- bench:NAME:begin -->) instead of the default one, for a partial run")
+    a = ap.parse_args(argv)
+    update_doc(a.doc, render(json.loads(a.results.read_text())), a.block)
+
+
 if __name__ == "__main__":
-    doc = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
-    update_doc(doc, render(json.loads(Path(sys.argv[1]).read_text())), sys.argv[3] if len(sys.argv) > 3 else "")
+    main()

@@ -2,7 +2,7 @@
 
 Everything is read and validated once, here, into a frozen `Settings`; the rest of mirrord never
 reads a file or the environment. Precedence, lowest first: defaults, mirrord.conf, environment
-(`MIRRORD_<KEY>`, as the seed deployments set MM_WHITELIST in /etc/default), command-line flags.
+(`MIRRORD_<KEY>`, as MirrorMaker 1's units set MM_WHITELIST in /etc/default), command-line flags.
 Every error names where the value came from (file and key, variable, or flag) and what is wrong.
 """
 
@@ -156,8 +156,9 @@ KEYS: dict[str, Key] = {
     "whitelist": Key(_whitelist, None, "topics to mirror: a regex matched against the whole name"),
     "topics.exclude": Key(_optional_regex, "", "topics never mirrored although the whitelist matches them: a regex "
                           "(MirrorMaker 2's name)"),
-    "num.streams": Key(_positive_int, "1", "parallel Spark tasks in micro-batch mode (local[N]), as MirrorMaker 1's "
-                       "streams; real-time mode runs a task per source partition"),
+    "num.streams": Key(_optional_positive_int, "", "the source's streams, each a Spark task with one consumer "
+                       "reading a group of partitions, as MirrorMaker 1's streams; empty: a stream per core (local "
+                       "master) or per task slot of the cluster"),
     "trigger": Key(_trigger, "auto", "real-time (a long task per source partition, milliseconds per record), "
                    "micro-batch, or auto: real-time mode wherever the task slots allow"),
     "checkpoint.interval.ms": Key(_checkpoint_interval, "30000", "real-time mode: how long a batch runs, i.e. how "
@@ -224,7 +225,7 @@ class Settings:
     consumer: ClientConfig
     producer: ClientConfig
     whitelist: str
-    num_streams: int
+    num_streams: int | None  # None: a stream per core or task slot (modes.default_streams)
     batch_interval_ms: int
     abort_on_send_failure: bool
     state_root: Path
@@ -447,13 +448,13 @@ def load(
         path = Path(str(values[key]))
         return read_properties(path if path.is_absolute() else base / path)
 
-    num_streams = int(values["num.streams"])  # type: ignore[arg-type]
+    num_streams = values["num.streams"]
     settings = Settings(
         flow=str(values["flow"]),
         consumer=client("consumer.config"),
         producer=client("producer.config"),
         whitelist=str(values["whitelist"]),
-        num_streams=num_streams,
+        num_streams=num_streams,  # type: ignore[arg-type]
         batch_interval_ms=int(values["offset.commit.interval.ms"]),  # type: ignore[arg-type]
         abort_on_send_failure=bool(values["abort.on.send.failure"]),
         state_root=(base / str(values["state.dir"])).absolute(),

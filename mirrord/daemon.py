@@ -44,7 +44,6 @@ START_ATTEMPTS = 5  # failed starts while both clusters answer before mirrord gi
 STANDBY_AFTER = 5.0  # no assignment this long after joining the election: another host has it
 OUTAGE_MEMORY = 600.0  # a query that fails within this of an outage failed because of it
 TOPICS_EVERY = 1.0  # new source topics get their target copy within this (their records wait in the producer)
-SIZING_TIMEOUT = 5.0  # how long the start waits for the source to count its partitions (it sizes local[N])
 
 
 class Daemon:
@@ -122,21 +121,8 @@ class Daemon:
         return self._supervise()
 
     def _local_slots(self) -> int:
-        """mirrord's own `local[N]`: sized from the source's partitions for real-time mode (when the source
-        answers now), else num.streams."""
-        s = self.settings
-        if s.trigger == modes.MICRO_BATCH:
-            return s.num_streams
-        try:
-            # one question, answered soon or not at all: a stop must not wait for an unreachable source here
-            partitions = sum(self.source.partitions(self.flow.pattern, patience=0, timeout=SIZING_TIMEOUT).values())
-        except Exception as exc:  # noqa: BLE001 - an unreachable source: real-time mode waits for a restart
-            log.warning("cannot count the source's partitions (%s): Spark gets local[%d]", one_line(str(exc)),
-                        s.num_streams)
-            return s.num_streams
-        if s.trigger == modes.AUTO and not modes.local_real_time_pays(partitions, os.cpu_count() or 1):
-            return s.num_streams  # micro-batch mode: its tasks run num.streams at a time
-        return modes.local_slots(partitions, s.num_streams)
+        """mirrord's own `local[N]`: a slot per stream of the source and the spare real-time mode needs."""
+        return modes.local_slots(modes.default_streams(self.settings.num_streams, os.cpu_count() or 1))
 
     def _enter_work_dir(self) -> None:
         """Spark 4.0 writes `artifacts/` into the working directory (SPARK-52396): make that the state
@@ -154,10 +140,6 @@ class Daemon:
             if self._reload.is_set():
                 self._reload.clear()
                 self._do_reload()
-            if self.mirroring.requery and self.mirroring.running:
-                log.info("restarting the streaming query: %s", self.mirroring.requery)
-                self.mirroring.stop(self._ping_watchdog)
-            self.mirroring.requery = ""
             self._check_jvm()
             now = time.monotonic()
             if not self.mirroring.running:

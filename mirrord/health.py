@@ -1,4 +1,4 @@
-"""Whether each cluster answers, and since when (DESIGN decision 12: an outage is a state, not a crash).
+"""Whether each cluster answers, and since when (docs/decisions.md §5: an outage is a state, not a crash).
 
 A probe thread asks each cluster for its metadata every few seconds. The supervisor reads the result
 to word STATUS, to hold the query back while a cluster is away, to tell an outage from mirrord's own

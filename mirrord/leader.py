@@ -1,4 +1,4 @@
-"""One active host per flow (DESIGN decision 11), elected through Kafka itself.
+"""One active host per flow (docs/decisions.md §6), elected through Kafka itself.
 
 Every host running the flow joins one consumer group (`<group.id>.leader`) subscribed to a
 one-partition topic on the target cluster (`mirrord-leader.<group.id>.internal`); Kafka's group

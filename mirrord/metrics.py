@@ -1,4 +1,4 @@
-"""Prometheus metrics (DESIGN decision 8): one registry per process, served over HTTP.
+"""Prometheus metrics (docs/decisions.md §8): one registry per process, served over HTTP.
 
 Records, bytes and latency are counted in the JVM by mirrord's producer interceptor, on whichever
 executor runs it, and gathered on the driver by mirrord's Spark plugin; the daemon reads the totals

@@ -1,16 +1,18 @@
-"""Which of Spark's two trigger modes runs the flow, and why (DESIGN decision 10).
+"""Which of Spark's two trigger modes runs the flow, with how many streams, and why (docs/decisions.md §1, §4).
 
-Real-time mode (Spark 4.2, `trigger(realTime=...)`) runs one long task per source partition: a record
-is read, sent and acknowledged in milliseconds, and the batch is only how often Spark checkpoints.
-It needs a task slot for every source partition and one spare (without the spare, tasks wait for the
-batch to end and a record's latency is the batch length). Micro-batch mode plans a batch every
-`offset.commit.interval.ms`, with as few slots as `num.streams`, at the cost of latency.
+mirrord's source (jvm/, `io.mirrord.source`) reads the flow's partitions in `num.streams` streams, each
+one Spark task with one consumer polling a group of partitions, as MirrorMaker 1's streams and
+MirrorMaker 2's tasks. Real-time mode (Spark 4.2, `trigger(realTime=...)`) keeps every stream's task
+running for a whole batch: a record is read, sent and acknowledged in milliseconds, and the batch is only
+how often Spark checkpoints. It needs a task slot per stream and one spare (without the spare, planning
+the next batch waits for a slot). Micro-batch mode plans a batch every `offset.commit.interval.ms`, a task
+per stream with records to read, at the cost of latency.
 
-`trigger = auto` (the default) picks real-time mode wherever the slots allow, and micro-batch where
-they do not: more partitions than the slots (a Spark cluster without the cores, or partitions added
-beyond a local master's headroom), more than `REAL_TIME_MAX_PARTITIONS`, or, on a local master, more
-than `REAL_TIME_PARTITIONS_PER_CORE` per core of the host. The choice is plain data,
-logged, put in STATUS and exported as `mirrord_mode`.
+The number of partitions no longer decides anything: a stream reads as many as the whitelist selects.
+`num.streams` defaults to a stream per task slot: the host's cores on mirrord's own local master, the
+executors' cores less the spare on a cluster. `trigger = auto` (the default) picks real-time mode
+wherever the slots allow, micro-batch where they do not. The choice is plain data, logged, put in
+STATUS and exported as `mirrord_mode`.
 """
 
 from __future__ import annotations
@@ -22,37 +24,37 @@ AUTO = "auto"
 REAL_TIME = "real-time"
 MICRO_BATCH = "micro-batch"
 CHOICES = (AUTO, REAL_TIME, MICRO_BATCH)
-# Above this many source partitions `auto` takes micro-batch mode on any master.
-REAL_TIME_MAX_PARTITIONS = 512
-# On a local master, above this many source partitions per core of the host (BENCHMARKS.md, partition
-# scaling, 2 cores): at 96 partitions (48 a core) real-time mode ran, slower to deliver than at 12 yet ahead
-# of micro-batch mode; at 480 (240 a core) its 480 consumers' fetch buffers ran the default 1 GiB driver
-# heap out of memory before a record was copied.
-REAL_TIME_PARTITIONS_PER_CORE = 48
-SPARE_SLOTS = 1  # beyond one task per partition: planning the next batch must not wait for a slot
-LOCAL_SLOTS_MIN = 32  # local mode makes task threads on demand: slots no task uses cost nothing
+SPARE_SLOTS = 1  # beyond one task per stream: planning the next batch must not wait for a slot
 
 
 @dataclass(frozen=True)
 class Mode:
     name: str  # REAL_TIME or MICRO_BATCH
     reason: str  # one line, for the log and STATUS
+    streams: int = 1  # the source's streams: num.streams, or a stream per task slot
 
     @property
     def real_time(self) -> bool:
         return self.name == REAL_TIME
 
 
-def slots_needed(partitions: int) -> int:
-    return partitions + SPARE_SLOTS
+def slots_needed(streams: int) -> int:
+    return streams + SPARE_SLOTS
 
 
-def local_slots(partitions: int, num_streams: int) -> int:
-    """Task slots of mirrord's default master, `local[N]`: one per partition, the spare, and a quarter more
-    (at least `LOCAL_SLOTS_MIN` in all), so that topics and partitions added while mirrord runs keep
-    real-time mode; never fewer than `num.streams` (micro-batch mode's parallelism, MirrorMaker 1's
-    streams)."""
-    return max(num_streams, LOCAL_SLOTS_MIN, slots_needed(partitions) + max(2, partitions // 4))
+def default_streams(num_streams: int | None, cores: int, cluster_slots: int | None = None) -> int:
+    """The streams of a flow: `num.streams` when set; else a stream per core of the host for mirrord's own
+    local master, or per task slot but the spare on a cluster (`cluster_slots`, Spark's defaultParallelism)."""
+    if num_streams:
+        return num_streams
+    if cluster_slots is not None:
+        return max(1, cluster_slots - SPARE_SLOTS)
+    return max(1, cores)
+
+
+def local_slots(streams: int) -> int:
+    """Task slots of mirrord's default master, `local[N]`: a slot per stream and the spare."""
+    return slots_needed(streams)
 
 
 def master_slots(master: str, cores: int) -> int | None:
@@ -66,33 +68,23 @@ def master_slots(master: str, cores: int) -> int | None:
     return cores if match.group(1) == "*" else int(match.group(1))
 
 
-def local_real_time_pays(partitions: int, cores: int) -> bool:
-    """Whether `auto` may run real-time mode on a local master of a host with `cores` cores."""
-    return partitions <= REAL_TIME_PARTITIONS_PER_CORE * cores
-
-
-def choose(setting: str, partitions: int, slots: int, transforms_refused: str = "", cores: int | None = None) -> Mode:
-    """The mode for a query over `partitions` source partitions with `slots` task slots. `setting` is
-    the `trigger` key; `transforms_refused` is why Spark refuses the transforms in real-time mode
-    (empty when it accepts them); `cores` the host's, for a local master (None for a cluster)."""
+def choose(setting: str, streams: int, slots: int, transforms_refused: str = "") -> Mode:
+    """The mode for a query of `streams` streams on a master with `slots` task slots. `setting` is the
+    `trigger` key; `transforms_refused` is why Spark refuses the transforms in real-time mode (empty when it
+    accepts them)."""
     if setting == MICRO_BATCH:
-        return Mode(MICRO_BATCH, "trigger = micro-batch")
+        return Mode(MICRO_BATCH, f"trigger = micro-batch, {streams} streams", streams)
     why_not = ""
     if transforms_refused:
         why_not = f"the transforms cannot run in real-time mode ({transforms_refused})"
-    elif setting == AUTO and partitions > REAL_TIME_MAX_PARTITIONS:
-        why_not = f"{partitions} source partitions, more than real-time mode pays for ({REAL_TIME_MAX_PARTITIONS})"
-    elif setting == AUTO and cores is not None and not local_real_time_pays(partitions, cores):
-        why_not = (f"{partitions} source partitions, more than real-time mode pays for on {cores} cores in local "
-                   f"mode ({REAL_TIME_PARTITIONS_PER_CORE} a core)")
-    elif slots < slots_needed(partitions):
-        why_not = (f"{partitions} source partitions need {slots_needed(partitions)} task slots in real-time mode, "
-                   f"the Spark master has {slots}")
+    elif slots < slots_needed(streams):
+        why_not = (f"{streams} streams need {slots_needed(streams)} task slots in real-time mode, the Spark master "
+                   f"has {slots}")
     if not why_not:
-        return Mode(REAL_TIME, f"{partitions} source partitions, {slots} task slots")
+        return Mode(REAL_TIME, f"{streams} streams, {slots} task slots", streams)
     if setting == REAL_TIME:
-        return Mode(MICRO_BATCH, f"trigger = real-time, but {why_not}")
-    return Mode(MICRO_BATCH, why_not)
+        return Mode(MICRO_BATCH, f"trigger = real-time, but {why_not}", streams)
+    return Mode(MICRO_BATCH, why_not, streams)
 
 
 def check_line(setting: str, transforms: int) -> str:

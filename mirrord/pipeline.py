@@ -1,17 +1,18 @@
 """The data path: a Spark Structured Streaming query from the source cluster to the target cluster.
 
-Records never enter Python (DESIGN decision 10). Spark's Kafka source (`subscribePattern`, so topics
-and partitions that appear later are picked up without a restart) → one `select` → Spark's own Kafka
-sink, all in the JVM. The select names the target topic (replication policy), keeps key, value,
-headers and partition, and wraps the key in an envelope (`mirrord_envelope`, a Java UDF) with the
+Records never enter Python (docs/decisions.md §2). mirrord's own source (jvm/, `io.mirrord.source`,
+format `mirrord`: the whitelist's topics, `num.streams` streams each one consumer polling a group of
+partitions, topics and partitions that appear later picked up without a restart) → one `select` →
+Spark's own Kafka sink, all in the JVM. The select names the target topic (replication policy), keeps key,
+value, headers and partition, and wraps the key in an envelope (`mirrord_envelope`, a Java UDF) with the
 source timestamp and offset; mirrord's producer interceptor (jvm/, `io.mirrord.MirrorInterceptor`)
 unwraps it before the record is sent, restores the timestamp, writes the offset syncs and counts the
 acknowledged positions. Spark commits each batch to its checkpoint only after every record was
 acknowledged: at-least-once.
 
 Two triggers run the same select (modes.py says which and why): real-time mode, one long task per
-source partition, a batch being only a checkpoint interval (`checkpoint.interval.ms`); and micro-batch
-mode, a batch every `offset.commit.interval.ms` of at most `max.offsets.per.trigger` records.
+stream, a batch being only a checkpoint interval (`checkpoint.interval.ms`); and micro-batch mode, a
+batch every `offset.commit.interval.ms` of at most `max.offsets.per.trigger` records.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from mirrord.policy import Policy
 from mirrord.spark import ENVELOPE_UDF, spark_session
 
 log = logging.getLogger(__name__)
-MAX_POLL_RECORDS = "5000"  # micro-batch mode's fetches (Kafka's default 500): measured faster in a backfill
+SOURCE_FORMAT = "mirrord"  # io.mirrord.source.MirrordSource
+MAX_POLL_RECORDS = "5000"  # a stream's fetches (Kafka's default 500): measured faster in a backfill
+TOPIC_REFRESH_MS = 5000  # how often the source lists the topics: a new one starts within two looks
 
 
 def _stage(records, t: transforms.Transform):
@@ -157,15 +160,14 @@ class Pipeline:
         """The source, transformed, as the sink takes it."""
         s = self.flow.settings
         options = dict(self.flow.source_options.spark_options)
-        reader = (self.spark.readStream.format("kafka")
+        options.setdefault("kafka.max.poll.records", MAX_POLL_RECORDS)
+        reader = (self.spark.readStream.format(SOURCE_FORMAT)
                   .option("subscribePattern", self.flow.pattern)
-                  .option("includeHeaders", "true")
-                  .option("failOnDataLoss", "false")
+                  .option("num.streams", str(mode.streams))
+                  .option("topic.refresh.ms", str(TOPIC_REFRESH_MS))
                   .option("startingOffsets", starting))
-        if not mode.real_time:  # real-time mode refuses a rate limit: its tasks never end on a count
-            options.setdefault("kafka.max.poll.records", MAX_POLL_RECORDS)
-            if s.max_offsets_per_trigger:
-                reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
+        if not mode.real_time and s.max_offsets_per_trigger:  # real-time batches end on the clock, not a count
+            reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
         return mirrored(reader.options(**options).load(), self.flow)
 
     def start(self, starting: str, mode: Mode):

@@ -1,12 +1,11 @@
 """The streaming query on the active host: started in the mode that fits, watched, stopped copying nothing twice.
 
 `Mirroring` owns at most one query.Query at a time. A start creates the target topics the query will
-write, picks the trigger mode for the partitions and task slots (modes.py; Spark's refusal of real-time
+write, picks the trigger mode and the streams for the task slots (modes.py; Spark's refusal of real-time
 mode falls back to micro-batch), resumes past what a failed query's producers delivered, and holds the
-lease while the query runs. The topics job keeps the target topics ahead of the source and asks for a
-restart when a real-time query's partitions outgrew its slots. A stop waits, up to a grace, for the
-batch in flight (micro-batch) or the buffered records (real-time) to be acknowledged, so nothing is
-copied twice; while a cluster is away it cuts at once.
+lease while the query runs. The topics job keeps the target topics ahead of the source. A stop waits, up
+to a grace, for the batch in flight (micro-batch) or the buffered records (real-time) to be acknowledged,
+so nothing is copied twice; while a cluster is away it cuts at once.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ class Mirroring:
         self.lease = lease
         self.mode: modes.Mode | None = None
         self.query: Query | None = None
-        self.requery = ""  # why the running query must restart (its mode no longer fits)
         self._target_topics: TargetTopics | None = None
 
     @property
@@ -66,7 +64,7 @@ class Mirroring:
                                            lambda topic: self.metrics.config_refused.labels(flow.name, topic).inc())
         topics = self.topics()
         self.ensure_target_topics(topics)
-        mode = self._choose(sum(topics.values()))
+        mode = self._choose()
         self._set_mode(mode)
         self.positions.seed(topics)
         self.acks.read(commit=True)  # what a failed query's producers delivered: the start resumes past it
@@ -77,7 +75,7 @@ class Mirroring:
             refusal = one_line(str(exc))
             if not (mode.real_time and "STREAMING_REAL_TIME_MODE" in refusal):
                 raise
-            self._set_mode(modes.Mode(modes.MICRO_BATCH, f"Spark refused real-time mode: {refusal}"))
+            self._set_mode(modes.Mode(modes.MICRO_BATCH, f"Spark refused real-time mode: {refusal}", mode.streams))
             query = Query(self.spark, flow, self.mode, self.positions)
             where = query.start(self.source, topics)
         self.positions.report_deleted(where.lost)
@@ -89,10 +87,13 @@ class Mirroring:
     def _slots(self) -> int:
         return modes.master_slots(self.master, os.cpu_count() or 1) or default_parallelism(self.spark)
 
-    def _choose(self, partitions: int) -> modes.Mode:
+    def _choose(self) -> modes.Mode:
+        """The one place the trigger mode and the streams are decided (modes.py)."""
+        slots = self._slots()
         local = modes.master_slots(self.master, 1) is not None
-        return modes.choose(self.flow.settings.trigger, partitions, self._slots(),
-                            cores=(os.cpu_count() or 1) if local else None)
+        streams = modes.default_streams(self.flow.settings.num_streams, os.cpu_count() or 1,
+                                        None if local else slots)
+        return modes.choose(self.flow.settings.trigger, streams, slots)
 
     def _set_mode(self, mode: modes.Mode) -> None:
         if mode != self.mode:
@@ -103,16 +104,10 @@ class Mirroring:
 
     def ensure_target_topics(self, topics: dict[str, int]) -> int:
         """Every source topic has its copy in the target; and the source's log start offsets, kept a
-        minute, so each batch can tell what was deleted before it could read it. A real-time query whose
-        partitions outgrew the task slots is to restart (in micro-batch mode): `requery` says why."""
+        minute, so each batch can tell what was deleted before it could read it."""
         self._target_topics.ensure(topics)
         self.positions.note_log_starts(self.source.log_start_offsets((t, p) for t, n in topics.items()
                                                                      for p in range(n)))
-        query = self.query
-        if query is not None and query.mode.real_time:
-            wanted = self._choose(sum(topics.values()))
-            if not wanted.real_time:
-                self.requery = wanted.reason
         return 0
 
     def failure(self) -> tuple[str, str] | None:

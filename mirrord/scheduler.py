@@ -3,8 +3,8 @@ plain function.
 
 Every run is timed (`mirrord_task_duration_seconds{task}`) and logged at debug ("topics took 3 ms");
 a run that raises is logged, counted in `mirrord_errors_total{kind=<job>}` and tried again at the
-next tick, never fatal: a cluster that does not answer now may answer in a minute (DESIGN decision
-12). A job's function returns how many of its items failed (groups it could not translate, topics it
+next tick, never fatal: a cluster that does not answer now may answer in a minute (docs/decisions.md
+§5). A job's function returns how many of its items failed (groups it could not translate, topics it
 could not configure), counted the same way. Enabled flags and intervals are read at every tick, so a
 reload applies without restarting jobs.
 """

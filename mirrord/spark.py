@@ -28,6 +28,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 JVM_JAR = "mirrord-jvm"
 ENVELOPE_UDF = ("mirrord_envelope", "io.mirrord.EnvelopeUdf")
 PLUGIN = "io.mirrord.MirrordPlugin"
+# The JVM options mirrord sets (its log4j2 configuration) and a [spark] section adds to.
+JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 
 def connector_jars() -> list[str]:
@@ -46,19 +48,22 @@ def connector_jars() -> list[str]:
 
 
 def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
-    """The SparkSession's settings: mirrord's, the [spark] section's, and what mirrord adds to both."""
+    """The SparkSession's settings: mirrord's, the [spark] section's, and what mirrord adds to both.
+
+    The [spark] section's JVM options come after mirrord's own (its log4j2 configuration) instead of
+    replacing them, as its plugins come after mirrord's plugin."""
     log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
     user = dict(settings.spark_conf)
     plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
+    java = {key: " ".join(o for o in (log4j, user.pop(key, "").strip()) if o) for key in JAVA_OPTIONS}
     own_regex = user.pop("spark.redaction.regex", "")
     return {
         "spark.jars": ",".join(jars),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(settings.num_streams),
+        "spark.sql.shuffle.partitions": str(settings.num_streams or os.cpu_count() or 1),
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": log4j,
-        "spark.executor.extraJavaOptions": log4j,
+        **java,
         "spark.sql.streaming.noDataProgressEventInterval": "5000",
         "spark.sql.adaptive.enabled": "false",  # streaming queries never use it; each start would warn
         **user,

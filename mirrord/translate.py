@@ -83,10 +83,10 @@ def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
 
 # The producer side is Spark's own Kafka sink (Java): producer.properties passes through as `kafka.<key>`.
 # Defaults where mirrord's differ from the Java producer's own; the file wins. acks and idempotence:
-# DESIGN 4. linger.ms 5 is the Java clients' default since Kafka 4.0 (the connector's 3.9 client still
-# says 0). batch.size 64 KiB, four times Java's, for backfills: set by reasoning, not measured on its
-# own (the bench gives every contender 256 KiB).
-# An unreachable target is an outage, not a failed batch (DESIGN 12): as Kafka Connect does for its
+# docs/decisions.md §2 (Delivery). linger.ms 5 is the Java clients' default since Kafka 4.0 (the
+# connector's 3.9 client still says 0). batch.size 64 KiB, four times Java's, for backfills: set by
+# reasoning, not measured on its own (the bench gives every contender 256 KiB).
+# An unreachable target is an outage, not a failed batch (docs/decisions.md §5): as Kafka Connect does for its
 # source tasks, the producer waits for the target as long as it takes instead of failing the batch.
 SINK_DEFAULTS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536",
                  "delivery.timeout.ms": "2147483647", "max.block.ms": "9223372036854775807"}

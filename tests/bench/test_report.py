@@ -6,9 +6,15 @@ repetition, medians over them, pass/fail) that the smoke test only runs once on 
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 from bench import report
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MiB = 2**20
 
@@ -194,3 +200,24 @@ def test_mirrord_is_held_to_sparks_plain_sink_in_the_same_mode_within_each_repet
     reps[2]["spark-realtime"]["backfill-100"] = backfill(200_000, 30)  # 1.05, 0.43, 0.75 -> 0.75
     text = report.render(res)
     assert bar(text, "Backfill 100 B: records/s ÷ Spark's")[2:] == ["0.75 (0.43–1.05)", "**FAIL**"]
+
+
+def test_help_prints_the_usage_and_exits_0():
+    done = subprocess.run([sys.executable, "-m", "bench.report", "--help"], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m bench.report "), done.stdout
+    assert "results" in done.stdout.splitlines()[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_the_command_line_redoes_a_documents_tables_from_results_json(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps(results(REPS)))
+    doc = tmp_path / "BENCH.md"
+    doc.write_text(f"# Numbers\n\n{report.BEGIN}\nold tables\n{report.END}\n\nAfter.\n")
+    report.main([str(tmp_path / "results.json"), str(doc)])
+    text = doc.read_text()
+    assert "old tables" not in text and text.endswith("\n\nAfter.\n")
+    assert report.render(results(REPS)) in text
+    report.main([str(tmp_path / "results.json"), str(doc), "partial"])  # a named block, appended
+    assert "<!-- bench:partial:begin -->" in doc.read_text()

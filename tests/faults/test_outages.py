@@ -1,4 +1,4 @@
-"""Outages are a state, not a crash (DESIGN decision 12): a cluster away for longer than any client
+"""Outages are a state, not a crash (docs/decisions.md §5): a cluster away for longer than any client
 timeout leaves mirrord running, pinging the watchdog and saying what is unreachable; when it returns,
 mirroring resumes within 30 s with nothing lost."""
 

@@ -6,14 +6,15 @@ outside the work tree, booted as an ephemeral copy with ``systemd-nspawn -x -b``
 runs in a cgroup of its own (nspawn's ``payload/`` and ``supervisor/`` would otherwise land at the
 top of the host tree, where two runs collide), shares the host network (the test brokers listen
 on the host's loopback), and is entered with ``nsenter -t LEADER -a``, because ``systemd-run -M``
-and ``machinectl shell`` do not work without a host bus. See /work/shared/notes/systemd-in-a-container.md.
+and ``machinectl shell`` do not work without a host bus.
 
 Usage::
 
     from tests.harness.container import Container, ensure_rootfs
+    from tests.harness.mirrord import ROOT        # the checkout
 
     rootfs = ensure_rootfs()                      # about 50 s the first time, then cached
-    with Container(rootfs, bind_ro=["/usr/lib/jvm", "/work/main"]) as c:   # boots, waits for
+    with Container(rootfs, bind_ro=["/usr/lib/jvm", str(ROOT)]) as c:      # boots, waits for
         c.write_file("/etc/systemd/system/hello.service",                # is-system-running
                      "[Service]\nType=oneshot\nExecStart=/bin/true\n")
         c.run("systemctl", "daemon-reload")

@@ -303,7 +303,7 @@ def test_keys_and_headers_that_look_like_mirrords_own_are_mirrored_unchanged(kaf
 
 def test_a_group_a_few_records_behind_resumes_exactly_after_its_last_record_on_a_prefilled_target(
         kafka_pair, mirror):
-    """The seed's walkthrough: a group that consumed 5 of 10 records on the source resumes on the target at
+    """The failover walkthrough: a group that consumed 5 of 10 records on the source resumes on the target at
     the 6th, although the target topic already held other records, so target offsets differ from the source's."""
     source, target = kafka_pair
     topic = f"{mirror.prefix}-prefilled"

@@ -1,4 +1,4 @@
-"""One flow on several hosts (DESIGN decision 11): exactly one mirrors, elected by a consumer group on
+"""One flow on several hosts (docs/decisions.md §6): exactly one mirrors, elected by a consumer group on
 the target; when it dies a standby takes over from the offsets it committed, without a double copy."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The seeds' topologies end to end: active/active L↔R, two regions aggregated into a central cluster,
+"""The usual topologies end to end: active/active L↔R, two regions aggregated into a central cluster,
 and a consumer group failing over onto a target topic whose offsets differ from the source's.
 
 L and R are the session's source and target brokers; the second region is one extra broker. Three
@@ -193,8 +193,8 @@ def translate(daemon: Mirrord, group: str, *args: str) -> dict[tuple[str, int], 
 
 
 def test_a_group_a_few_records_behind_fails_over_exactly_onto_a_prefilled_target(topology):
-    """The seed's walkthrough with the tools a runbook uses: `mirrord offsets translate --apply`, and MirrorMaker 2's
-    RemoteClusterUtils reading the checkpoints topic."""
+    """test_mirror.py's failover walkthrough with the tools a runbook uses: `mirrord offsets translate
+    --apply`, and MirrorMaker 2's RemoteClusterUtils reading the checkpoints topic."""
     t = topology
     topic = f"{t.prefix}-walkthrough"
     copy = f"{t.L}.{topic}"

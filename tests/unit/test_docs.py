@@ -45,3 +45,38 @@ def test_mirrord_imports_without_pysparks_sql_extras():
     code = BLOCK + "import mirrord.cli, mirrord.daemon, pyspark.sql.streaming\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+
+
+# Where the code, tests and docs may cite the design: docs/decisions.md, never a file outside the repository.
+CITING = ["mirrord", "jvm/src", "tests", "bench", "packaging", "ansible", "systemd", "etc", "docs",
+          "README.md", "BENCHMARKS.md", "Makefile"]
+OUTSIDE = re.compile(r"\bDESIGN\b|DESIGN\.md|\.\./shared|shared/notes|/work/")
+SECTION = re.compile(r"decisions(?:\.md)?\)?,?\s(?:§\s?|sections?\s)(\d+)")
+
+
+def citing_files() -> list[Path]:
+    files = []
+    for entry in CITING:
+        path = ROOT / entry
+        found = [path] if path.is_file() else [p for p in sorted(path.rglob("*")) if p.is_file()]
+        files += [p for p in found if p.suffix not in (".jar", ".class", ".pyc") and p != Path(__file__)
+                  and "__pycache__" not in p.parts and not str(p.relative_to(ROOT)).startswith(GENERATED)]
+    return files
+
+
+def test_nothing_cites_a_design_file_outside_the_repository():
+    bad = []
+    for path in citing_files():
+        text = path.read_text(errors="replace")
+        bad += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in OUTSIDE.finditer(text)]
+    assert not bad, f"cite docs/decisions.md instead: {bad}"
+
+
+def test_every_cited_decision_section_exists():
+    sections = set(re.findall(r"^## (\d+)\. ", (ROOT / "docs/decisions.md").read_text(), re.M))
+    cited = {(str(path.relative_to(ROOT)), m.group(1))
+             for path in citing_files() if path.name != "decisions.md"
+             for m in SECTION.finditer(path.read_text(errors="replace"))}
+    assert cited, "no citation of docs/decisions.md found: the pattern is wrong"
+    missing = sorted(c for c in cited if c[1] not in sections)
+    assert not missing, f"docs/decisions.md has no such section: {missing}"

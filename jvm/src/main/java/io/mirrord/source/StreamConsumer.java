@@ -1,0 +1,322 @@
+package io.mirrord.source;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One stream's consumer and what it fetched but has not handed out yet, kept from one batch to the next of
+ * the same run ({@link StreamConsumers}). A batch names the stream's partitions and where each starts; a
+ * partition that continues where the last batch left it is neither sought nor fetched again.
+ *
+ * <p>Micro-batch mode: each partition is read up to its planned end; records fetched beyond it wait for
+ * the next batch, and the partition is paused meanwhile. Real-time mode: records are handed out until the
+ * batch's deadline, and every {@code topic.refresh.ms} the stream looks for partitions that match and are
+ * its own ({@link Assignment}), taking one up from its start once it was seen at two looks (the supervisor
+ * creates the target topic in between). Records deleted from the source before they were read are skipped
+ * with a log line naming the offsets (the supervisor counts them as lost); a partition gone from the
+ * source (its topic deleted) is dropped.
+ */
+final class StreamConsumer {
+    private static final Logger log = LoggerFactory.getLogger(StreamConsumer.class);
+    private static final Duration ASK_TIMEOUT = Duration.ofSeconds(1);
+
+    final String run;
+    final int stream;
+    final SourceOptions options;
+    volatile long idleSince;
+    private final KafkaConsumer<byte[], byte[]> consumer;
+    private final Map<TopicPartition, ArrayDeque<ConsumerRecord<byte[], byte[]>>> held = new HashMap<>();
+    private final ArrayDeque<ConsumerRecord<byte[], byte[]>> queue = new ArrayDeque<>();
+    private final Map<TopicPartition, Long> next = new HashMap<>();  // next offset to hand out, per partition
+    private Map<TopicPartition, Long> until;  // micro-batch mode: where each partition's batch ends
+    private final Set<TopicPartition> open = new HashSet<>();  // micro-batch mode: not read to the end yet
+    private Set<TopicPartition> seenOnce = Set.of();
+    private long lookedAt;
+    private long progressAt;
+    // the partition of the last record handed out, and the offset after it (written to `next` on a change)
+    private TopicPartition current;
+    private long currentNext;
+    private long currentUntil = Long.MAX_VALUE;
+
+    StreamConsumer(SourceOptions options, String run, int stream) {
+        this.options = options;
+        this.run = run;
+        this.stream = stream;
+        this.consumer = new KafkaConsumer<>(options.consumerConfig("stream-" + stream));
+    }
+
+    /** A batch begins: these partitions, from these offsets, up to these ends (null: real-time mode). */
+    void begin(Map<TopicPartition, Long> from, Map<TopicPartition, Long> ends) {
+        flush();
+        current = null;
+        until = ends;
+        Set<TopicPartition> wanted = from.keySet();
+        if (!wanted.equals(consumer.assignment())) {
+            consumer.assign(wanted);
+        }
+        held.keySet().retainAll(wanted);
+        next.keySet().retainAll(wanted);
+        consumer.resume(consumer.paused());
+        open.clear();
+        from.forEach((tp, offset) -> {
+            Long at = next.get(tp);
+            if (at == null || at.longValue() != offset) {
+                held.remove(tp);
+                consumer.seek(tp, offset);
+                next.put(tp, offset);
+            }
+            if (ends != null && offset < ends.get(tp)) {
+                open.add(tp);
+            }
+            ArrayDeque<ConsumerRecord<byte[], byte[]>> waiting = held.remove(tp);
+            if (waiting != null) {
+                queue.addAll(waiting);
+            }
+        });
+        if (ends != null) {
+            Set<TopicPartition> done = new HashSet<>(wanted);
+            done.removeAll(open);
+            consumer.pause(done);
+        }
+        lookedAt = progressAt = System.currentTimeMillis();
+    }
+
+    /** The next record, or null when the batch is over: at {@code deadline}, or each partition read to its end. */
+    ConsumerRecord<byte[], byte[]> next(long deadline) {
+        while (true) {
+            ConsumerRecord<byte[], byte[]> record = queue.poll();
+            if (record != null) {
+                if (current == null || record.partition() != current.partition()
+                    || !record.topic().equals(current.topic())) {
+                    switchTo(new TopicPartition(record.topic(), record.partition()));
+                }
+                if (record.offset() >= currentUntil) {  // beyond this batch: kept for the next
+                    hold(record);
+                    continue;
+                }
+                currentNext = record.offset() + 1;
+                return record;
+            }
+            if (until != null && finished()) {
+                return null;
+            }
+            long now = System.currentTimeMillis();
+            if (now >= deadline) {
+                return null;
+            }
+            if (until == null && now - lookedAt >= options.refreshMs) {
+                look(now);
+            } else if (until != null && now - progressAt >= options.refreshMs) {
+                stalled(now);
+            }
+            fetch(Math.min(deadline - now, options.refreshMs));
+        }
+    }
+
+    private void switchTo(TopicPartition tp) {
+        flush();
+        current = tp;
+        currentNext = next.getOrDefault(tp, 0L);
+        currentUntil = until == null ? Long.MAX_VALUE : until.getOrDefault(tp, Long.MAX_VALUE);
+    }
+
+    private void flush() {
+        if (current != null) {
+            next.put(current, currentNext);
+            if (until != null && currentNext >= currentUntil) {
+                close(current);
+            }
+        }
+    }
+
+    private void hold(ConsumerRecord<byte[], byte[]> record) {
+        held.computeIfAbsent(current, tp -> new ArrayDeque<>()).add(record);
+        close(current);
+    }
+
+    private void close(TopicPartition tp) {
+        if (open.remove(tp)) {
+            consumer.pause(Set.of(tp));
+        }
+    }
+
+    /** Micro-batch mode: whether every partition was read to its end (past markers and gaps too). */
+    private boolean finished() {
+        flush();
+        for (TopicPartition tp : new HashSet<>(open)) {
+            if (!held.containsKey(tp) && consumer.position(tp) >= until.get(tp)) {
+                next.put(tp, Math.max(next.get(tp), until.get(tp)));
+                close(tp);
+            }
+        }
+        return open.isEmpty();
+    }
+
+    private void fetch(long timeoutMs) {
+        if (consumer.assignment().isEmpty()) {
+            sleep(timeoutMs);
+            return;
+        }
+        try {
+            for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(Math.max(0, timeoutMs)))) {
+                queue.add(record);
+            }
+            if (!queue.isEmpty()) {
+                progressAt = System.currentTimeMillis();
+            }
+        } catch (OffsetOutOfRangeException e) {
+            outOfRange(e.offsetOutOfRangePartitions());
+        }
+    }
+
+    /**
+     * Partitions whose next offset the source no longer holds: below its log start, records deleted
+     * before they were read (skipped to the log start, named in the log, counted by the supervisor); above
+     * its end, a topic recreated (read from its start).
+     */
+    private void outOfRange(Map<TopicPartition, Long> offsets) {
+        Map<TopicPartition, Long> starts = consumer.beginningOffsets(offsets.keySet());
+        offsets.forEach((tp, at) -> {
+            long start = starts.get(tp);
+            if (at < start) {
+                log.warn("{}: offsets {} to {} were deleted from the source before they were read; reading on "
+                    + "from {}", tp, at, start - 1, start);
+            } else {
+                log.warn("{}: offset {} is beyond the source's end (the topic was recreated); reading it from "
+                    + "its start, {}", tp, at, start);
+            }
+            consumer.seek(tp, start);
+            if (tp.equals(current)) {
+                currentNext = start;
+            } else {
+                next.put(tp, start);
+            }
+        });
+    }
+
+    /** Real-time mode: partitions of this stream that appeared (at two looks running), and ones gone. */
+    private void look(long now) {
+        lookedAt = now;
+        Map<String, java.util.List<PartitionInfo>> topics;
+        try {
+            topics = consumer.listTopics(ASK_TIMEOUT);
+        } catch (TimeoutException e) {
+            return;  // the source does not answer now: look again later
+        }
+        Set<TopicPartition> mine = new HashSet<>();
+        for (TopicPartition tp : GroupedStream.matching(topics.values(), options)) {
+            if (Assignment.streamOf(tp, options.streams) == stream) {
+                mine.add(tp);
+            }
+        }
+        Set<TopicPartition> assigned = consumer.assignment();
+        Set<TopicPartition> fresh = new HashSet<>(mine);
+        fresh.removeAll(assigned);
+        Set<TopicPartition> gone = new HashSet<>(assigned);
+        gone.removeAll(mine);
+        Set<TopicPartition> ready = new HashSet<>(fresh);
+        ready.retainAll(seenOnce);
+        seenOnce = fresh;
+        if (ready.isEmpty() && gone.isEmpty()) {
+            return;
+        }
+        flush();
+        current = null;
+        Set<TopicPartition> now2 = new HashSet<>(assigned);
+        now2.removeAll(gone);
+        now2.addAll(ready);
+        queue.removeIf(r -> gone.contains(new TopicPartition(r.topic(), r.partition())));
+        next.keySet().removeAll(gone);
+        consumer.assign(now2);
+        if (!gone.isEmpty()) {
+            log.info("stream {}: partitions gone from the source: {}", stream, gone);
+        }
+        if (!ready.isEmpty()) {
+            Map<TopicPartition, Long> starts = consumer.beginningOffsets(ready, ASK_TIMEOUT);
+            starts.forEach((tp, start) -> {
+                consumer.seek(tp, start);
+                next.put(tp, start);
+            });
+            log.info("stream {}: new partitions, read from their start: {}", stream, starts);
+        }
+    }
+
+    /** Micro-batch mode, no record for a while: partitions whose topic was deleted end here. */
+    private void stalled(long now) {
+        if (now - progressAt >= options.pollTimeoutMs) {
+            throw new IllegalStateException("stream " + stream + ": partitions " + open + " gave no record for "
+                + options.pollTimeoutMs + " ms before their batch's end " + until);
+        }
+        Set<TopicPartition> existing;
+        try {
+            existing = GroupedStream.matching(consumer.listTopics(ASK_TIMEOUT).values(), options);
+        } catch (TimeoutException e) {
+            return;
+        }
+        for (TopicPartition tp : new HashSet<>(open)) {
+            if (!existing.contains(tp)) {
+                log.warn("{}: the topic was deleted from the source before offsets {} to {} were read", tp,
+                    next.get(tp), until.get(tp) - 1);
+                next.put(tp, until.get(tp));
+                close(tp);
+            }
+        }
+        progressAt = now;
+    }
+
+    /** The next offset of every partition, past transaction markers and gaps where nothing waits. */
+    Map<TopicPartition, Long> positions() {
+        flush();
+        Set<TopicPartition> waiting = new HashSet<>(held.keySet());
+        for (ConsumerRecord<byte[], byte[]> record : queue) {
+            waiting.add(new TopicPartition(record.topic(), record.partition()));
+        }
+        Map<TopicPartition, Long> positions = new HashMap<>(next);
+        for (TopicPartition tp : consumer.assignment()) {
+            if (!waiting.contains(tp)) {
+                positions.merge(tp, consumer.position(tp), Math::max);
+            }
+        }
+        return positions;
+    }
+
+    /** The batch is over: what was fetched and not handed out waits for the next batch. */
+    void end() {
+        flush();
+        current = null;
+        for (ConsumerRecord<byte[], byte[]> record : queue) {
+            held.computeIfAbsent(new TopicPartition(record.topic(), record.partition()), tp -> new ArrayDeque<>())
+                .add(record);
+        }
+        queue.clear();
+    }
+
+    void close() {
+        try {
+            consumer.close(Duration.ZERO);
+        } catch (RuntimeException e) {
+            log.debug("closing stream {}'s consumer: {}", stream, e.toString());
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(Math.max(1, ms));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new org.apache.kafka.common.errors.InterruptException(e);
+        }
+    }
+}
