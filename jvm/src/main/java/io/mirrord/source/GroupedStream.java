@@ -115,8 +115,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         if (realTime) {  // a real-time batch ends on the clock, where its streams stand
             return start;
         }
-        Set<TopicPartition> partitions = partitions(false);
-        Map<TopicPartition, Long> ends = ask(() -> metadata().endOffsets(partitions, ASK_TIMEOUT));
+        Map<TopicPartition, Long> ends = ask(() -> metadata().endOffsets(partitions(false), ASK_TIMEOUT));
         latest = ends;
         Map<TopicPartition, Long> from = starts(start.offsets, ends);
         if (limit instanceof ReadMaxRows max) {
@@ -137,9 +136,11 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
             }
         });
         if (!unknown.isEmpty()) {
-            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(unknown, ASK_TIMEOUT));
+            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(existing(unknown), ASK_TIMEOUT));
             log.info("new partitions, read from their start: {}", found);
             firsts.putAll(found);
+            unknown.removeAll(found.keySet());
+            unknown.forEach(tp -> firsts.put(tp, ends.get(tp)));  // deleted meanwhile: nothing to read
         }
         Map<TopicPartition, Long> from = new HashMap<>();
         ends.forEach((tp, end) -> {
@@ -210,7 +211,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
             }
         });
         if (!fresh.isEmpty()) {
-            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(fresh, ASK_TIMEOUT));
+            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(existing(fresh), ASK_TIMEOUT));
             log.info("new partitions, read from their start: {}", found);
             from.putAll(found);
         }
@@ -285,6 +286,13 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         return listed;
     }
 
+    /** Those of {@code partitions} that still exist, as last listed: a question about a deleted one would wait. */
+    private Set<TopicPartition> existing(Set<TopicPartition> partitions) {
+        Set<TopicPartition> existing = new HashSet<>(partitions);
+        existing.retainAll(partitions(false));
+        return existing;
+    }
+
     static Set<TopicPartition> matching(Collection<List<PartitionInfo>> topics, SourceOptions options) {
         Set<TopicPartition> partitions = new HashSet<>();
         for (List<PartitionInfo> infos : topics) {
@@ -304,7 +312,10 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         return metadata;
     }
 
-    /** Asks the source until it answers: an unreachable source is waited for, not a failed query. */
+    /**
+     * Asks the source until it answers: an unreachable source is waited for, not a failed query. A question
+     * not answered in time lists the topics again before it is asked again (it may name a deleted topic).
+     */
     private <T> T ask(Supplier<T> question) {
         long since = System.currentTimeMillis();
         long warned = since;
@@ -315,6 +326,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
                 if (stopped || Thread.currentThread().isInterrupted()) {
                     throw e;
                 }
+                listed = null;
                 long now = System.currentTimeMillis();
                 if (now - warned >= 60_000) {
                     warned = now;

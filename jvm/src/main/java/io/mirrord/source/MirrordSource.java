@@ -22,6 +22,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * Spark's Kafka source's JSON, so a checkpoint it wrote resumes here. Micro-batch and real-time mode.
  */
 public final class MirrordSource implements TableProvider, DataSourceRegister {
+    /** The streams' consumers waiting in this JVM for their next batch: one per stream that ran here. */
+    public static int keptConsumers() {
+        return StreamConsumers.idle();
+    }
+
     @Override
     public String shortName() {
         return "mirrord";

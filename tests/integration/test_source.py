@@ -1,0 +1,157 @@
+"""mirrord's own Spark source (jvm/, `io.mirrord.source`) against real brokers, in a SparkSession of the test
+process: a few streams each read many partitions, every field as Spark's Kafka source gives it, topics and
+partitions that appear picked up, a deleted topic dropped, transactions read committed. The rows land in
+Spark's memory sink, where the test reads them back."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from mirrord.spark import connector_jars
+from tests.harness.records import create_topic, end_offsets, produce, read_all, wait_until
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[4]").appName("source-test")
+               .config("spark.jars", ",".join(connector_jars()))
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.streaming.checkpointLocation", str(tmp_path_factory.mktemp("checkpoints")))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def start(spark, source: str, pattern: str, name: str, *, streams: int = 2, real_time: bool = False,
+          target: str = "", **options):
+    """A query over the source: into Spark's memory sink (micro-batch), or, with `target`, into the same
+    topics of the target cluster through Spark's Kafka sink (real-time mode takes no memory sink)."""
+    reader = (spark.readStream.format("mirrord").option("kafka.bootstrap.servers", source)
+              .option("subscribePattern", pattern).option("num.streams", str(streams))
+              .option("topic.refresh.ms", "1000").option("startingOffsets", "earliest"))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    records = reader.load()
+    if target:
+        writer = (records.selectExpr("topic", "key", "value", "headers", "partition").writeStream.format("kafka")
+                  .option("kafka.bootstrap.servers", target).queryName(name))
+    else:
+        writer = records.writeStream.format("memory").queryName(name)
+    if real_time:
+        return writer.outputMode("update").trigger(realTime="5 seconds").start()
+    return writer.trigger(processingTime="200 milliseconds").start()
+
+
+def rows(spark, name: str) -> list:
+    """What the memory sink holds."""
+    return spark.sql(f"SELECT * FROM {name}").collect()
+
+
+def as_source_record(row) -> tuple:
+    headers = tuple((h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or ())
+    return (row["topic"], row["partition"], row["offset"], None if row["key"] is None else bytes(row["key"]),
+            None if row["value"] is None else bytes(row["value"]), headers,
+            int(row["timestamp"].timestamp() * 1000 + 0.5), row["timestampType"])
+
+
+def source_records(source: str, topics: list[str]) -> set[tuple]:
+    """As Spark's Kafka source has them: timestampType is Kafka's id (CreateTime 0), librdkafka's less one."""
+    return {(r.topic, r.partition, r.offset, r.key, r.value, r.headers, r.timestamp, r.timestamp_type - 1)
+            for t in topics for records in read_all(source, t).values() for r in records}
+
+
+def test_two_streams_read_twelve_partitions_with_every_field_as_the_kafka_source_gives_it(kafka_pair, spark,
+                                                                                          unique):
+    source, _ = kafka_pair
+    prefix = unique("src-fields")
+    topics = [f"{prefix}-{i}" for i in range(3)]
+    now = int(time.time() * 1000)
+    for topic in topics:
+        create_topic(source.bootstrap, topic, 4)
+        produce(source.bootstrap, topic, [
+            {"partition": i % 4, "key": None if i % 5 == 0 else f"k{i}".encode(),
+             "value": None if i % 7 == 0 else bytes([i % 256]) * (i % 50),
+             "headers": [("h", b"1"), ("bin", bytes([0, 255])), ("h", None)] if i % 3 == 0 else None,
+             "timestamp": now - i * 1000} for i in range(200)])
+    before = spark._jvm.io.mirrord.source.MirrordSource.keptConsumers()
+    query = start(spark, source.bootstrap, f"{prefix}-.*", "fields")
+    try:
+        query.processAllAvailable()
+        got = {as_source_record(r) for r in rows(spark, "fields")}
+        assert len(got) == 600
+        assert got == source_records(source.bootstrap, topics)
+        # two consumers, one per stream, kept for the next batch: not twelve, one per partition
+        assert spark._jvm.io.mirrord.source.MirrordSource.keptConsumers() - before == 2
+        ends = {f"{t}": {str(p): o for p, o in end_offsets(source.bootstrap, t).items()} for t in topics}
+        assert json.loads(query.lastProgress["sources"][0]["endOffset"]) == ends
+    finally:
+        query.stop()
+    assert spark._jvm.io.mirrord.source.MirrordSource.keptConsumers() == before  # a stopped run closes its own
+
+
+@pytest.mark.parametrize("real_time", [False, True], ids=["micro-batch", "real-time"])
+def test_topics_and_partitions_that_appear_are_read_from_their_start_and_a_deleted_topic_is_dropped(
+        kafka_pair, spark, unique, real_time):
+    source, target = kafka_pair
+    prefix = unique("src-grow")
+    first, gone, later = f"{prefix}-first", f"{prefix}-gone", f"{prefix}-later"
+    for topic, partitions in ((first, 3), (gone, 2), (later, 3)):
+        create_topic(target.bootstrap, topic, partitions)
+    create_topic(source.bootstrap, first, 2)
+    create_topic(source.bootstrap, gone, 2)
+    produce(source.bootstrap, first, [{"partition": p, "value": b"a"} for p in range(2)])
+    produce(source.bootstrap, gone, [{"partition": p, "value": b"g"} for p in range(2)])
+    query = start(spark, source.bootstrap, f"{prefix}-.*", prefix.replace("-", "_"), real_time=real_time,
+                  target=target.bootstrap)
+    try:
+        def seen() -> list[tuple]:
+            return [(t, p, r.value) for t in (first, gone, later)
+                    for p, records in read_all(target.bootstrap, t, timeout=5).items() for r in records]
+
+        wait_until(lambda: {(first, 0, b"a"), (gone, 1, b"g")} <= set(seen()), 60, "the first records")
+        admin = AdminClient({"bootstrap.servers": source.bootstrap})
+        admin.delete_topics([gone])[gone].result()
+        create_topic(source.bootstrap, later, 3)
+        produce(source.bootstrap, later, [{"partition": p, "value": b"new"} for p in range(3)])
+        admin.create_partitions([NewPartitions(first, 3)])[first].result()
+        produce(source.bootstrap, first, [{"partition": p, "value": b"b"} for p in range(3)])
+        began = time.monotonic()
+        wait_until(lambda: {(later, p, b"new") for p in range(3)} | {(first, p, b"b") for p in range(3)}
+                   <= set(seen()), 60, "the new topic's and the new partition's records")
+        assert time.monotonic() - began < 30
+        assert query.isActive and query.exception() is None
+        assert sorted(seen()) == sorted({*seen()})  # each once
+    finally:
+        query.stop()
+
+
+def test_transactions_are_read_committed_and_the_end_offsets_pass_their_markers(kafka_pair, spark, unique):
+    source, _ = kafka_pair
+    topic = unique("src-txn")
+    create_topic(source.bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": source.bootstrap, "transactional.id": topic})
+    producer.init_transactions()
+    for i, commit in enumerate([True, False, True, False, True]):
+        producer.begin_transaction()
+        for j in range(10):
+            producer.produce(topic, value=f"{i}-{j}-{'kept' if commit else 'aborted'}".encode(), partition=0)
+        producer.flush()
+        (producer.commit_transaction if commit else producer.abort_transaction)()
+    query = start(spark, source.bootstrap, topic, "txn", streams=1, **{"kafka.isolation.level": "read_committed"})
+    try:
+        query.processAllAvailable()
+        values = sorted(bytes(r["value"]).decode() for r in rows(spark, "txn"))
+        assert len(values) == 30 and all(v.endswith("kept") for v in values)
+        end = end_offsets(source.bootstrap, topic)[0]  # 50 records and 5 markers
+        assert end == 55
+        assert json.loads(query.lastProgress["sources"][0]["endOffset"]) == {topic: {"0": end}}
+    finally:
+        query.stop()
