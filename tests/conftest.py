@@ -1,4 +1,5 @@
-"""One real source and one real target Kafka broker for the whole test session."""
+"""One real source and one real target Kafka broker for the whole test session, and one SparkSession in the
+test process for the tests that run queries of their own (made on first use)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,21 @@ def unique():
     def make(prefix: str) -> str:
         return f"{prefix}-{os.getpid()}-{next(_names)}"
     return make
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """A local SparkSession with Spark's Kafka connector and mirrord's jar (its source among them)."""
+    from pyspark.sql import SparkSession
+
+    from mirrord.spark import connector_jars
+
+    session = (SparkSession.builder.master("local[4]").appName("mirrord-tests")
+               .config("spark.jars", ",".join(connector_jars()))
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+               .config("spark.sql.streaming.checkpointLocation", str(tmp_path_factory.mktemp("checkpoints")))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -12,22 +12,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from mirrord.spark import connector_jars
 from tests.harness.records import create_topic, end_offsets, produce, read_all, wait_until
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[4]").appName("source-test")
-               .config("spark.jars", ",".join(connector_jars()))
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.streaming.checkpointLocation", str(tmp_path_factory.mktemp("checkpoints")))
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def start(spark, source: str, pattern: str, name: str, *, streams: int = 2, real_time: bool = False,
