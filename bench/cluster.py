@@ -15,9 +15,21 @@ class Cluster:
         self._groups: dict[str, Consumer] = {}  # a client per group whose commits are read, never subscribed
 
     def create(self, topic: str, partitions: int) -> None:
-        futures = self.admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
-        futures[topic].result()
-        self._wait(lambda: self.partitions(topic) == partitions, f"topic {topic} to appear")
+        self.create_many([topic], partitions)
+
+    def create_many(self, topics: list[str], partitions: int) -> None:
+        """Create the topics (in one request) and wait until the metadata shows every partition of each."""
+        if not topics:
+            return
+        for f in self.admin.create_topics([NewTopic(t, partitions, 1) for t in topics], operation_timeout=60).values():
+            f.result()
+
+        def there() -> bool:
+            md = self.admin.list_topics(timeout=10).topics
+            return all(t in md and md[t].error is None and len(md[t].partitions) == partitions for t in topics)
+
+        self._wait(there, f"{len(topics)} topics ({topics[0]}, ...) to appear" if len(topics) > 1
+                   else f"topic {topics[0]} to appear")
 
     def delete(self, *topics: str) -> None:
         present = [t for t in topics if t in self.topics()]
@@ -30,34 +42,38 @@ class Cluster:
     def topics(self) -> set[str]:
         return set(self.admin.list_topics(timeout=10).topics)
 
-    def partitions(self, topic: str) -> int:
-        md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
-        return 0 if md is None or md.error is not None else len(md.partitions)
-
-    def end_offsets(self, topic: str) -> dict[int, int]:
-        """Log-end offset of each partition; {} while the topic does not exist (yet)."""
-        n = self.partitions(topic)
-        if not n:
+    def end_offsets_many(self, topics: list[str]) -> dict[tuple[str, int], int]:
+        """Log-end offset of each (topic, partition) of those of the topics that exist, in one metadata and one
+        offsets request; a partition whose offset could not be had (a topic just created) is left out."""
+        md = self.admin.list_topics(timeout=10).topics
+        request = {TopicPartition(t, p): OffsetSpec.latest()
+                   for t in topics if t in md and md[t].error is None for p in md[t].partitions}
+        if not request:
             return {}
-        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(n)}
+        out = {}
         try:
-            return {tp.partition: f.result().offset
-                    for tp, f in self.admin.list_offsets(request, request_timeout=10).items()}
+            futures = self.admin.list_offsets(request, request_timeout=10)
         except KafkaException:
             return {}
+        for tp, f in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = f.result().offset
+            except KafkaException:
+                pass
+        return out
 
-    def committed(self, group: str, topic: str, partitions: int) -> dict[int, int]:
-        """The group's committed offset of each partition that has one; {} while it has none (yet). Read
+    def committed_many(self, group: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The group's committed offset of each (topic, partition) that has one; {} while it has none (yet). Read
         with a consumer of the group that never joins it (the admin client's call crashed librdkafka 2.16
         while the group did not exist yet)."""
         if group not in self._groups:
             self._groups[group] = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group,
                                             "enable.auto.commit": False, "log_level": 4})
         try:
-            answer = self._groups[group].committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+            answer = self._groups[group].committed([TopicPartition(t, p) for t, p in partitions], timeout=10)
         except KafkaException:
             return {}
-        return {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
+        return {(tp.topic, tp.partition): tp.offset for tp in answer if tp.offset >= 0}
 
     def forget(self, group: str) -> None:
         """Close the group's client (after its run)."""

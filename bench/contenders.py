@@ -39,18 +39,28 @@ class Ctx:
     streams: int
 
 
+# How often a contender that is told to expect new topics looks for them (MirrorMaker 2's
+# refresh.topics.interval.seconds, default 600 s; MirrorMaker 1's metadata.max.age.ms, default 300 s): what an
+# operator who wants new topics mirrored soon would set. mirrord lists the topics every 5 s by default.
+NEW_TOPICS_REFRESH_S = 5
+
+
 @dataclass
 class Run:
-    """One contender process copying `topics` (all existing before it starts) into the target."""
+    """One contender process copying `topics` into the target: all of them existing before it starts, unless
+    `new_topics` (the steady stream's late topics, created while it runs, matched by `regex` all the same)."""
 
     id: str
     topics: list[str]
     workdir: Path
     follow: bool = False  # a stream that keeps coming (else a backfill: a contender may stop at the end)
+    regex: str = ""  # the whitelist; empty: the topics' names
+    new_topics: bool = False  # topics matching the regex appear while it runs
 
     @property
     def pattern(self) -> str:
-        return "|".join(re.escape(t) for t in self.topics)
+        """One regex for the run's topics, matched against the whole name (as every contender does)."""
+        return self.regex or "|".join(re.escape(t) for t in self.topics)
 
 
 def properties(path: Path, props: dict[str, str]) -> Path:
@@ -113,7 +123,7 @@ class MirrorMaker2(Contender):
             f"{tgt}.bootstrap.servers": ctx.target,
             f"{src}->{tgt}.enabled": "true",
             f"{tgt}->{src}.enabled": "false",
-            f"{src}->{tgt}.topics": ",".join(run.topics),
+            f"{src}->{tgt}.topics": run.pattern if run.regex else ",".join(run.topics),  # a list of regexes
             "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
             "tasks.max": str(self.tasks_max(ctx.partitions, ctx.streams)),
             "emit.heartbeats.enabled": "false",
@@ -132,6 +142,8 @@ class MirrorMaker2(Contender):
             f"{src}.consumer.auto.offset.reset": "earliest",
             **{f"{tgt}.producer.{k}": v for k, v in PRODUCER.items()},
         }
+        if run.new_topics:
+            props["refresh.topics.interval.seconds"] = str(NEW_TOPICS_REFRESH_S)
         config = properties(run.workdir / "mm2.properties", props)
         log4j = run.workdir / "log4j2.properties"
         log4j.write_text(LOG4J2.format(log=run.workdir / "mm2.log"))
@@ -150,8 +162,10 @@ class MirrorMaker1(Contender):
         return None if any((JARS / "mm1").glob("kafka_2.13-3.9*.jar")) else "kafka 3.9 jars missing"
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        refresh = {"metadata.max.age.ms": str(1000 * NEW_TOPICS_REFRESH_S)} if run.new_topics else {}
         consumer = properties(run.workdir / "consumer.properties", {
-            "bootstrap.servers": ctx.source, "group.id": f"bench-mm1-{run.id}", "auto.offset.reset": "earliest"})
+            "bootstrap.servers": ctx.source, "group.id": f"bench-mm1-{run.id}", "auto.offset.reset": "earliest",
+            **refresh})  # its pattern subscription sees new topics when the metadata is refreshed
         producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER})
         return ([java(), "-Xmx1G", "-XX:+UseG1GC", "-cp", str(JARS / "mm1" / "*"), "kafka.tools.MirrorMaker",
                  "--consumer.config", str(consumer), "--producer.config", str(producer),
@@ -170,7 +184,7 @@ class Kcat(Contender):
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
         if len(run.topics) != 1:
-            raise ValueError("the kcat pipe copies one topic")
+            raise ValueError("the kcat pipe copies one topic (its producer side writes one): no --topics > 1")
         topic = run.topics[0]
         tune = " ".join(f"-X {k}={v}" for k, v in PRODUCER.items())
         # The producer side reads its input in blocks. A stream (-u) leaves no output buffered in the

@@ -1,4 +1,8 @@
-"""Tables for BENCHMARKS.md from a bench run's results.json (`python -m bench.report results.json` redoes them)."""
+"""Tables for BENCHMARKS.md from a bench run's results.json (`python -m bench.report results.json` redoes them).
+
+`python -m bench.report --scaling RUN...` writes the partition-scaling table instead, one group of rows per run
+(each of another shape: partitions, topics), into the `bench:scaling` block.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,10 @@ import argparse
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
+
+from bench.shape import Shape
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 SIZE_LABEL = {"backfill-100": "100 B", "backfill-1024": "1 KiB"}
@@ -34,8 +41,13 @@ def brief(workload: str, res: dict) -> str:
     if res.get("status") == "failed":
         return f"FAILED {res.get('error', '')[:300]}"
     if workload == "steady":
+        late = res.get("late")
+        late = (f"; late topics: {late['topics_complete']}/{late['topics']} complete, "
+                f"{late['received']}/{late['expected']} records, first record ≤ "
+                f"{late['first_record_max_s'] if late['first_record_max_s'] is not None else math.nan:.1f} s "
+                "after creation") if late else ""
         return (f"{res['status']}: p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms, max {res['max_ms']:.1f} ms, "
-                f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s")
+                f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s{late}")
     return (f"{res['status']}: {res['records_per_s']:,.0f} records/s ({res['mb_per_s']:.1f} MB/s) over "
             f"{res['seconds']:.1f} s, startup {res['startup_seconds'] or 0:.1f} s, cpu {res['cpu_seconds']:.0f} s, "
             f"rss {res['peak_rss_bytes'] / 2**20:.0f} MiB")
@@ -162,7 +174,7 @@ def render(results: dict) -> str:
         f"Kafka brokers and perf tools {m['kafka_broker']}; connect-mirror {m['connect_mirror']}; "
         f"MirrorMaker 1 from Kafka {m['mirrormaker1']}; kcat {m['kcat']}; mirrord at `{m['mirrord_commit']}`",
         f"- Workloads: backfill of {cfg['records']['backfill-100']:,} records of 100 B and "
-        f"{cfg['records']['backfill-1024']:,} of 1 KiB, {cfg['partitions']} partitions; steady stream of "
+        f"{cfg['records']['backfill-1024']:,} of 1 KiB, {_shape_text(cfg)}; steady stream of "
         f"{cfg['rate']:,.0f} records/s of 100 B for {cfg['steady_seconds']:.0f} s after {cfg['warmup_seconds']:.0f} s "
         f"of warm-up; {cfg['streams']} streams (mirrord/MM1 `num.streams`, Spark `local[{cfg['streams']}]`); "
         f"MirrorMaker 2 both with `tasks.max={cfg['partitions']}` (= partitions, `mm2`) and "
@@ -234,6 +246,22 @@ def render(results: dict) -> str:
                 f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
                 f"{_status(runs, _better_count(results, name, 'steady'))} |")
         lines.append("")
+        lates = [(label, [r["late"] for r in _runs(results, name, "steady") if r and r.get("late")])
+                 for name, label in names.items()]
+        if any(x for _, x in lates):
+            lines += [f"Topics created during the stream ({cfg.get('late_topics')} of {cfg.get('topics')}, "
+                      f"{cfg.get('late_at_seconds', 5):g} s into the measured window; their records are in the "
+                      "table above too):", ""]
+            for label, xs in [(label, xs) for label, xs in lates if xs]:
+                firsts = [x["first_record_max_s"] for x in xs]
+                lines.append(
+                    f"- {label}: {sum(x['topics_complete'] for x in xs)} of {sum(x['topics'] for x in xs)} complete, "
+                    f"{sum(x['received'] for x in xs):,} of {sum(x['expected'] for x in xs):,} measured records; "
+                    f"p50 {spread([_num(x['p50_ms']) for x in xs], '{:,.0f}')} ms, "
+                    f"p99 {spread([_num(x['p99_ms']) for x in xs], '{:,.0f}')} ms; slowest topic's first record "
+                    + (f"{spread(firsts, '{:.1f}')} s after its creation" if all(f is not None for f in firsts)
+                       else "never arrived in some runs"))
+            lines.append("")
 
     for name in [n for n in names if (n == "mirrord" or n.startswith("mirrord-")) and n != TRANSFORM]:
         lines += _versus_mm2(results, name) + _bars(results, name)
@@ -255,6 +283,15 @@ def render(results: dict) -> str:
         lines += ["", "Failed runs (the first and last line of the error):", ""]
         lines += [f"- rep {r}, {names.get(n, n)}, {w}: `{_gist(e)}`" for r, n, w, e in failures]
     return "\n".join(lines) + "\n"
+
+
+def _shape_text(cfg: dict) -> str:
+    shape = Shape.from_config(cfg)
+    if shape.topics == 1:
+        return f"{shape.partitions} partitions"
+    late = (f", {shape.late} of the stream's topics created {cfg.get('late_at_seconds', 5):g} s into its measured "
+            "window") if shape.late else ""
+    return f"{shape.partitions} partitions in {shape.topics} topics of {shape.per_topic}{late}"
 
 
 def _verdict(ok: bool | None) -> str:
@@ -525,6 +562,123 @@ def _gist(error: str) -> str:
     return text.replace("`", "'")
 
 
+# --- the scaling table: several runs, one shape each --------------------------------------------------------
+
+SCALING = "scaling"  # its block: <!-- bench:scaling:begin --> ... <!-- bench:scaling:end -->
+
+
+def find_results(path: Path) -> Path:
+    """A results.json: the file itself, the one in a run's directory, or the newest run's in a directory of runs
+    (bench/results/<time>/, as `--results DIR` leaves them)."""
+    if path.is_file():
+        return path
+    if (path / "results.json").is_file():
+        return path / "results.json"
+    runs = sorted(path.glob("*/results.json"))
+    if not runs:
+        raise FileNotFoundError(f"no results.json in {path} or its subdirectories")
+    return runs[-1]
+
+
+def _k(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate / 1e3:,.0f} k"
+
+
+def _x(ratio: float | None) -> str:
+    return "" if ratio is None else f" ({ratio:.2f}×)"
+
+
+def _scaling_row(results: dict, name: str, label: str, shape_cell: str, failures: list[str]) -> str | None:
+    cfg = results["config"]
+    cells, rss = [], []
+    ran = False
+    for w in SIZE_LABEL:
+        runs = _runs(results, name, w) if w in cfg["workloads"] else []
+        ran |= bool(runs)
+        ok = [r for r in runs if r]
+        rss += [r["peak_rss_bytes"] for r in ok]
+        if not runs:
+            cells.append(("–", "–"))
+        elif not ok:
+            cells.append(("failed", "–"))
+        else:
+            partial = " (partial)" if any(r["status"] == "timeout" for r in ok) else ""
+            cells.append((f"{_k(_med([r['records_per_s'] for r in ok]))}{partial}"
+                          f"{_x(_med(_ratios(results, name, w, BEST)))}",
+                          f"{_med([cpu_per_m(r) for r in ok]):.1f}" if _med([cpu_per_m(r) for r in ok]) else "–"))
+    steady = _runs(results, name, "steady") if "steady" in cfg["workloads"] else []
+    ran |= bool(steady)
+    if not ran:
+        return None
+    ok = [r for r in steady if r]
+    rss += [r["peak_rss_bytes"] for r in ok]
+    late = ""
+    if not steady:
+        latency = undelivered = "–"
+    elif not ok:
+        latency, undelivered = "failed", "–"
+    else:
+        ms = "{:,.0f}" if (_med([_num(r["p50_ms"]) for r in ok]) or 0) >= 100 else "{:,.1f}"
+        p50, p99 = _med([_num(r["p50_ms"]) for r in ok]), _med([_p99(r) for r in ok])
+        ratio = _med([_ratio(_p99(m), _p99(b[1])) for _, m, b, _ in _rep_rows(results, name, "steady") if m and b])
+        latency = (f"{ms.format(p50) if p50 is not None else '–'} / {f'{p99:,.0f}' if p99 is not None else '–'}"
+                   f"{_x(ratio)}")
+        missing, expected = sum(r["missing"] for r in ok), sum(r["expected"] for r in ok)
+        undelivered = "0" if not missing else f"{missing:,} of {expected:,} ({100 * missing / expected:.1f} %)"
+        lates = [r["late"] for r in ok if r.get("late")]
+        if lates:
+            done = sum(x["topics_complete"] for x in lates)
+            total = sum(x["topics"] for x in lates)
+            firsts = [x["first_record_max_s"] for x in lates]
+            first = (f"; first record ≤ {max(firsts):.1f} s after creation" if all(f is not None for f in firsts)
+                     else "; some never arrived")
+            late = f"{done} of {total} complete{first}; p99 {_med([_p99(x) for x in lates]) or math.nan:,.0f} ms"
+    failures += [f"{shape_cell}, {label}, {w}: `{_gist(res['error'])}`" for rep in results["reps"]
+                 for w, res in rep["runs"].get(name, {}).items() if res.get("status") == "failed"]
+    rss_cell = f"{_mib(max(rss)):,.0f}" if rss else "–"
+    return (f"| {shape_cell} | {label} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]} / {cells[1][1]} | {rss_cell} | "
+            f"{latency} | {undelivered} | {late} |")
+
+
+def render_scaling(runs: list[tuple[str, dict]]) -> str:
+    """The scaling table from several runs (each `(where it came from, its results)`), ordered by shape."""
+    runs = sorted(runs, key=lambda sr: (Shape.from_config(sr[1]["config"]).key(), sr[1]["started"]))
+    m = runs[0][1]["machine"] if runs else {}
+    lines = [f"{len(runs)} run{'s' * (len(runs) != 1)}, each of one shape, all contenders of a run on the same "
+             f"pair of brokers; machine of the first: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
+             f"{m.get('memory_gib', '?')} GiB.", ""]
+    for where, res in runs:
+        cfg, rm = res["config"], res["machine"]
+        other = res.get("cpu_seconds_other", 0)
+        load = other / (res["wall_seconds"] * rm["cores"]) if res.get("wall_seconds") and rm.get("cores") else 0
+        lines.append(
+            f"- **{Shape.from_config(cfg).label()}**: run of {res['started']}, {len(res['reps'])} "
+            f"repetition{'s' * (len(res['reps']) != 1)}, {res.get('wall_seconds', 0) / 60:.0f} min; backfill "
+            f"{cfg['records']['backfill-100']:,} × 100 B and {cfg['records']['backfill-1024']:,} × 1 KiB; stream "
+            f"{cfg['rate']:,.0f} records/s for {cfg['steady_seconds']:.0f} s after {cfg['warmup_seconds']:.0f} s"
+            + (f", {cfg['late_topics']} topics created {cfg.get('late_at_seconds', 5):g} s into it"
+               if cfg.get("late_topics") else "")
+            + f"; mirrord at `{rm.get('mirrord_commit', '?')}`; other load {100 * load:.0f} % of the machine; "
+            f"`{where}`")
+    lines += ["",
+              "| shape | contender | backfill 100 B records/s (÷ better MM2) | backfill 1 KiB records/s (÷ better MM2) "
+              "| CPU s per M records, 100 B / 1 KiB | peak RSS MiB | steady p50 / p99 ms (p99 ÷ better MM2) "
+              "| undelivered | new topics |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    failures: list[str] = []
+    for _, res in runs:
+        shape = Shape.from_config(res["config"])
+        reps = len(res["reps"])
+        cell = shape.label() + (f" ({reps} reps)" if reps > 1 else "")
+        for name, label in res["contenders"].items():
+            row = _scaling_row(res, name, label, cell, failures)
+            if row:
+                lines.append(row)
+    if failures:
+        lines += ["", "Failed runs (the first and last line of the error):", ""] + [f"- {f}" for f in failures]
+    return "\n".join(lines) + "\n"
+
+
 def markers(block: str = "") -> tuple[str, str]:
     """The markers of the default block (a full run) or of a named one (a partial run kept apart from it)."""
     return (BEGIN, END) if not block else (f"<!-- bench:{block}:begin -->", f"<!-- bench:{block}:end -->")
@@ -544,14 +698,37 @@ def update_doc(path: Path, tables: str, block: str = "") -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.splitlines()[0])
-    ap.add_argument("results", type=Path, help="a bench run's results.json (bench/results/<time>/results.json)")
+    ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.splitlines()[0],
+                                 usage="%(prog)s [-h] results [doc [block]] | --scaling RUN [RUN ...] [--doc DOC]")
+    ap.add_argument("results", type=Path, nargs="?",
+                    help="a bench run's results.json (bench/results/<time>/results.json)")
     ap.add_argument("doc", type=Path, nargs="?", default=Path(__file__).resolve().parents[1] / "BENCHMARKS.md",
                     help="the document whose tables are replaced (default: BENCHMARKS.md)")
     ap.add_argument("block", nargs="?", default="",
                     help="a named block (<!-- bench:NAME:begin -->) instead of the default one, for a partial run")
+    ap.add_argument("--scaling", type=Path, nargs="+", metavar="RUN",
+                    help="instead of one run's tables: the scaling table of these runs (each a results.json, a run's "
+                         "directory or a directory of runs, whose newest is taken), into the "
+                         f"<!-- bench:{SCALING}:begin/end --> block")
+    ap.add_argument("--doc", dest="doc_option", type=Path, help="the document (as DOC; with --scaling)")
     a = ap.parse_args(argv)
-    update_doc(a.doc, render(json.loads(a.results.read_text())), a.block)
+    doc = a.doc_option or a.doc
+    if a.scaling:
+        if a.results:
+            ap.error("--scaling takes its runs after it, not as RESULTS")
+        paths = []
+        for where in a.scaling:
+            try:
+                paths.append(find_results(where))
+            except FileNotFoundError as e:  # a shape not run (yet), or whose run broke down: the table goes on
+                print(f"bench.report: left out: {e}", file=sys.stderr)
+        if not paths:
+            ap.error("no results.json in any of the --scaling runs")
+        update_doc(doc, render_scaling([(str(p.parent), json.loads(p.read_text())) for p in paths]), SCALING)
+        return
+    if a.results is None:
+        ap.error("RESULTS (a results.json) or --scaling RUN... is required")
+    update_doc(doc, render(json.loads(find_results(a.results).read_text())), a.block)
 
 
 if __name__ == "__main__":

@@ -5,13 +5,17 @@ source; each contender then copies them into a fresh target topic (deleted after
 fresh with state of its own. Repetitions are interleaved (rep 1 of everyone, then rep 2, ...) so
 that drift on the machine hits all contenders alike, and ratios are taken pair by pair per rep, against
 the better of the two MirrorMaker 2 runs (tasks.max = partitions, tasks.max = num.streams) of that rep.
-Raw results go to bench/results/<time>.json; the tables in BENCHMARKS.md are regenerated from them.
+Raw results go to bench/results/<time>/results.json; the tables in BENCHMARKS.md are regenerated from them.
+`--topics T` spreads each workload's `--partitions` over T topics (bench.shape), some of the steady stream's
+created only while it runs (`--late-topics`); `python -m bench.report --scaling` puts runs of several shapes
+side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import re
@@ -34,6 +38,7 @@ from bench.cluster import Cluster
 from bench.contenders import JARS, PRODUCER, ROOT, Contender, Ctx, Run, all_contenders
 from bench.latency import PROBE, encode
 from bench.procs import TICK, TreeSampler, dump_flight_recordings, terminate, thread_cpu
+from bench.shape import Shape, slots
 from tests.harness.kafka import KafkaBroker, java
 
 SIZES = {"backfill-100": 100, "backfill-1024": 1024}
@@ -50,7 +55,10 @@ class Config:
     # Long enough that the fastest contender copies each for about 20 s (measured: 550 k records/s of 100 B,
     # 215 k of 1 KiB): shorter backfills ranked start-up and JIT warm-up, not copying.
     records: dict[str, int] = field(default_factory=lambda: {"backfill-100": 10_000_000, "backfill-1024": 5_000_000})
-    partitions: int = 12
+    partitions: int = 12  # of each workload, over all its topics
+    topics: int = 1  # the workload's topics, partitions ÷ topics partitions each
+    late_topics: int = 0  # of the steady stream's topics, created while it runs
+    late_at_seconds: float = 5  # into the measured window: when the late topics are created (at most a quarter in)
     streams: int = 2
     rate: float = 10_000
     # The measured window spans at least one real-time batch boundary (mirrord's and Spark's 30 s batches), as
@@ -126,6 +134,7 @@ class Bench:
         self.target: Cluster
         self.ctx: Ctx
         self.tag = f"bench{uuid.uuid4().hex[:6]}"  # topic names of this invocation, apart from anyone else's
+        self.shape = Shape(cfg.topics, cfg.partitions, cfg.late_topics)
 
     def start(self, brokers: tuple[str, str] | None = None) -> None:
         """Start the pair, or (for debugging the harness) use two brokers already running."""
@@ -148,13 +157,15 @@ class Bench:
 
     # --- the load and the limit: Kafka's own perf tools ---------------------------------------------
 
-    def _tool(self, main: str, args: list[str], logname: str) -> tuple[str, dict]:
+    def _tool(self, main: str, args: list[str], logname: str, timeout: float | None = None) -> tuple[str, dict]:
+        """A Kafka perf tool (a class name) or a module of the bench (`bench.load`): its output and its cost."""
         out = self.workdir / logname
+        argv = ([sys.executable, "-m", main, *args] if main.startswith("bench.")
+                else [java(), "-Xmx1G", "-cp", str(JARS / "kafka" / "*"), main, *args])
         with open(out, "w") as f:
-            proc = subprocess.Popen([java(), "-Xmx1G", "-cp", str(JARS / "kafka" / "*"), main, *args],
-                                    stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(argv, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
             sampler = TreeSampler(proc.pid, 0.25).start()
-            rc = proc.wait(timeout=self.cfg.run_timeout * 4)
+            rc = proc.wait(timeout=timeout or self.cfg.run_timeout * 4)
             usage = sampler.stop()
         text = out.read_text()
         if rc != 0:
@@ -172,9 +183,20 @@ class Bench:
             raise RuntimeError(f"no summary from ProducerPerformance: {text[-1000:]}")
         return {"records": int(m[-1][0]), "records_per_s": float(m[-1][1]), **usage}
 
-    def consume_perf(self, topic: str, records: int, tag: str) -> dict:
+    def load(self, topics: list[str], records: int, size: int, props: dict[str, str], tag: str) -> dict:
+        """The preload over several topics (bench.load: round robin over every partition of each)."""
+        text, usage = self._tool("bench.load", [
+            "--bootstrap", self.source.bootstrap, "--topics", ",".join(topics), "--partitions",
+            str(self.shape.per_topic), "--records", str(records), "--size", str(size),
+            *[f"--prop={k}={v}" for k, v in props.items()]], f"load-{tag}.log",
+            timeout=3600)  # a Python loop: 60 k records/s of 100 B measured on 2 busy cores
+        return {**json.loads(text.strip().splitlines()[-1]), **usage}
+
+    def consume_perf(self, workload: str, records: int, tag: str) -> dict:
+        topics = self.backfill_topics(workload)
+        which = ["--topic", topics[0]] if len(topics) == 1 else ["--include", self.backfill_pattern(workload)]
         text, usage = self._tool("org.apache.kafka.tools.ConsumerPerformance", [
-            "--bootstrap-server", self.source.bootstrap, "--topic", topic, "--num-records", str(records),
+            "--bootstrap-server", self.source.bootstrap, *which, "--num-records", str(records),
             "--timeout", "30000", "--group", f"bench-limit-{uuid.uuid4().hex[:8]}",
         ], f"consumer-perf-{tag}.log")
         lines = [ln for ln in text.splitlines() if ln.count(",") >= 9]
@@ -188,39 +210,42 @@ class Bench:
         for workload, size in SIZES.items():
             if workload not in self.cfg.workloads:
                 continue
-            topic = self.backfill_topic(workload)
+            topics = self.backfill_topics(workload)
             n = self.cfg.records[workload]
-            self.source.delete(topic)
-            self.source.create(topic, self.cfg.partitions)
-            log(f"preloading {n} records of {size} B into source topic {topic}")
+            self.source.delete(*topics)
+            self.source.create_many(topics, self.shape.per_topic)
+            where = f"source topic {topics[0]}" if len(topics) == 1 else \
+                f"{len(topics)} source topics {self.backfill_pattern(workload)}"
+            log(f"preloading {n} records of {size} B into {where}")
             t = time.monotonic()
-            res = self.produce_perf(self.source.bootstrap, topic, n, size,
-                                    {**PRODUCER, "acks": "1", "enable.idempotence": "false"}, f"preload-{size}")
-            total = sum(self.source.end_offsets(topic).values())
+            props = {**PRODUCER, "acks": "1", "enable.idempotence": "false"}
+            res = (self.produce_perf(self.source.bootstrap, topics[0], n, size, props, f"preload-{size}")
+                   if len(topics) == 1 else self.load(topics, n, size, props, f"preload-{size}"))
+            total = sum(self.source.end_offsets_many(topics).values())
             if total != n:
-                raise RuntimeError(f"preload of {topic}: {total} records on the source, expected {n}")
+                raise RuntimeError(f"preload of {where}: {total} records on the source, expected {n}")
             out[workload] = {**res, "seconds": time.monotonic() - t}
-            self.warm_up(topic)
+            self.warm_up(topics)
         return out
 
-    def warm_up(self, topic: str) -> None:
+    def warm_up(self, topics: list[str]) -> None:
         """Read the preloaded topic once, unmeasured: the first copy after a preload was measured slow (the
         broker's page cache and log segments), so whichever contender ran first lost a ranking to run order."""
         t = time.monotonic()
         consumer = Consumer({"bootstrap.servers": self.source.bootstrap, "group.id": f"warm-{uuid.uuid4().hex}",
                              "auto.offset.reset": "earliest", "enable.auto.commit": False,
                              "fetch.max.bytes": 52428800})
-        consumer.subscribe([topic])
-        ends = self.source.end_offsets(topic)
-        seen: dict[int, int] = {}
+        consumer.subscribe(topics)
+        ends = self.source.end_offsets_many(topics)
+        seen: dict[tuple[str, int], int] = {}
         try:
-            while any(seen.get(p, 0) < end for p, end in ends.items()) and time.monotonic() - t < 300:
+            while any(seen.get(tp, 0) < end for tp, end in ends.items()) and time.monotonic() - t < 300:
                 for msg in consumer.consume(10_000, timeout=1.0):
                     if msg.error() is None:
-                        seen[msg.partition()] = msg.offset() + 1
+                        seen[(msg.topic(), msg.partition())] = msg.offset() + 1
         finally:
             consumer.close()
-        log(f"warmed up {topic} in {time.monotonic() - t:.1f}s")
+        log(f"warmed up {topics[0] if len(topics) == 1 else f'{len(topics)} topics'} in {time.monotonic() - t:.1f}s")
 
     def warm_steady(self, seconds: float) -> None:
         """A paced stream through each broker, unmeasured, before the first contender's: measured, the first
@@ -231,7 +256,7 @@ class Bench:
             topic = f"{self.tag}-warm{uuid.uuid4().hex[:6]}"
             cluster.create(topic, self.cfg.partitions)
             py = [sys.executable, "-m", "bench.latency"]
-            common = ["--topic", topic, "--partitions", str(self.cfg.partitions), "--bootstrap", cluster.bootstrap]
+            common = ["--topics", topic, "--partitions", str(self.cfg.partitions), "--bootstrap", cluster.bootstrap]
             consumer = subprocess.Popen([*py, "consume", *common, "--grace", "30"], cwd=ROOT, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             try:
@@ -247,8 +272,11 @@ class Bench:
                 cluster.delete(topic)
             log(f"warmed up {cluster.bootstrap} with a {seconds:.0f} s stream in {time.monotonic() - t:.1f}s")
 
-    def backfill_topic(self, workload: str) -> str:
-        return f"{self.tag}-bf{SIZES[workload]}"
+    def backfill_topics(self, workload: str) -> list[str]:
+        return self.shape.names(f"{self.tag}-bf{SIZES[workload]}")
+
+    def backfill_pattern(self, workload: str) -> str:
+        return self.shape.pattern(f"{self.tag}-bf{SIZES[workload]}")
 
     def limit(self, rep: int) -> dict:
         out = {}
@@ -260,7 +288,7 @@ class Bench:
             self.target.create(topic, self.cfg.partitions)
             produce = self.produce_perf(self.target.bootstrap, topic, n, size, PRODUCER, f"{size}-r{rep}")
             self.target.delete(topic)
-            consume = self.consume_perf(self.backfill_topic(workload), n, f"{size}-r{rep}")
+            consume = self.consume_perf(workload, n, f"{size}-r{rep}")
             rate = min(produce["records_per_s"], consume["records_per_s"])
             out[workload] = {"produce": produce, "consume": consume, "records_per_s": rate,
                              "mb_per_s": rate * size / 1e6}
@@ -312,11 +340,12 @@ class Bench:
             raise RuntimeError(f"contender exited with {proc.returncode}:\n{tail}")
 
     def backfill(self, c: Contender, workload: str, rep: int) -> dict:
-        topic = self.backfill_topic(workload)
-        run = Run(uuid.uuid4().hex[:8], [topic], self.workdir / f"r{rep}-{c.name}-{workload}")
+        topics = self.backfill_topics(workload)
+        run = Run(uuid.uuid4().hex[:8], topics, self.workdir / f"r{rep}-{c.name}-{workload}",
+                  regex=self.backfill_pattern(workload) if len(topics) > 1 else "")
         if not c.creates_topics:
-            self.target.create(topic, self.cfg.partitions)
-        want = self.source.end_offsets(topic)
+            self.target.create_many(topics, self.shape.per_topic)
+        want = self.source.end_offsets_many(topics)
         total = sum(want.values())
         reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
         t_launch = time.monotonic()
@@ -329,9 +358,9 @@ class Bench:
         try:
             while True:
                 now = time.monotonic()
-                ends = self.target.end_offsets(topic)
+                ends = self.target.end_offsets_many(topics)
                 copied = sum(ends.values())
-                committed = self.source.committed(group, topic, len(want)) if group else {}
+                committed = self.source.committed_many(group, list(want)) if group else {}
                 read = sum(committed.values())
                 if copied and t_first is None:
                     t_first, first_copied, first_read = now, copied, read
@@ -368,65 +397,92 @@ class Bench:
         read_secs = (t_read - t_first) if t_first and t_read else 0.0
         res["read_per_s"] = (read - first_read) / read_secs if read_secs > 0 else None
         size = SIZES[workload]
-        res.update(status=status, records=total, copied=copied, seconds=secs, records_per_s=rate,
+        res.update(status=status, topics=len(topics), partitions=len(want), records=total, copied=copied,
+                   seconds=secs, records_per_s=rate,
                    mb_per_s=rate * size / 1e6, startup_seconds=(t_first - t_launch) if t_first else None,
                    wall_seconds=t_done - t_launch,
                    cpu_seconds_per_m_records=1e6 * res["cpu_seconds"] / copied if copied else None)
         return res
 
-    def _all_started(self, c: Contender, ends: dict[int, int]) -> bool:
-        """The probes go round robin: a record in every target partition means every task or consumer is
+    @staticmethod
+    def _all_started(c: Contender, ends: dict[tuple[str, int], int], partitions: int) -> bool:
+        """The probes go to every partition: a record in every target partition means every task or consumer is
         copying; a stream measured before that would time a start-up backlog, not the mirror."""
         if c.keeps_partitions:
-            return len(ends) == self.cfg.partitions and all(ends.values())
-        return sum(ends.values()) >= self.cfg.partitions
+            return len(ends) == partitions and all(ends.values())
+        return sum(ends.values()) >= partitions
+
+    def late_at(self) -> float:
+        """Seconds after the stream's start at which its late topics are created: a few seconds into the
+        measured window (parse_args keeps `--late-at` within its first quarter), so that it holds their discovery."""
+        return self.cfg.warmup_seconds + self.cfg.late_at_seconds
 
     def steady(self, c: Contender, rep: int) -> dict:
         run = Run(uuid.uuid4().hex[:8], [], self.workdir / f"r{rep}-{c.name}-steady", follow=True)
-        topic = f"{self.tag}-lat{run.id}"
-        run.topics.append(topic)
-        self.source.create(topic, self.cfg.partitions)
+        prefix = f"{self.tag}-lat{run.id}"
+        early, late = self.shape.split(self.shape.names(prefix))
+        per_topic = self.shape.per_topic
+        run.topics += early + late  # the late ones too: _finish deletes whatever of them was created
+        if self.shape.topics > 1:
+            run.regex, run.new_topics = self.shape.pattern(prefix), bool(late)
+        self.source.create_many(early, per_topic)
         if not c.creates_topics:
-            self.target.create(topic, self.cfg.partitions)
+            self.target.create_many(early, per_topic)
+        probes = slots(early, per_topic)
         t_launch = time.monotonic()
         launched = self._launch(c, run)
         proc = launched.proc
-        consumer = probe = None
+        consumer = producer = probe = None
         try:
             probe = Producer({"bootstrap.servers": self.source.bootstrap, "linger.ms": 0, "log_level": 4})
             seq = 0
-            while not self._all_started(c, self.target.end_offsets(topic)):
+            probed: dict[tuple[str, int], float] = {}
+            while not self._all_started(c, ends := self.target.end_offsets_many(early), len(probes)):
                 self._fail_if_exited(proc, run)
-                if time.monotonic() - t_launch > self.cfg.startup_timeout:
-                    raise TimeoutError(f"{c.name} did not copy into every partition in {self.cfg.startup_timeout}s")
-                probe.produce(topic, encode(time.time_ns(), PROBE, seq, 100), partition=seq % self.cfg.partitions)
+                now = time.monotonic()
+                if now - t_launch > self.cfg.startup_timeout:
+                    got = sum(1 for v in ends.values() if v)
+                    raise TimeoutError(f"{c.name} did not copy into every partition in {self.cfg.startup_timeout}s "
+                                       f"({got} of {len(probes)})")
+                # a probe a second into each partition the contender has not copied into yet (a pipe that reads
+                # in blocks needs more than one)
+                for tp in probes:
+                    if not ends.get(tp) and now - probed.get(tp, -math.inf) >= 1.0:
+                        probe.produce(tp[0], encode(time.time_ns(), PROBE, seq, 100), partition=tp[1])
+                        probed[tp] = now
+                        seq += 1
                 probe.flush(5)
-                seq += 1
                 time.sleep(0.1)
             startup = time.monotonic() - t_launch
             py = [sys.executable, "-m", "bench.latency"]
-            common = ["--topic", topic, "--partitions", str(self.cfg.partitions)]
+            common = ["--topics", ",".join(early), "--late-topics", ",".join(late), "--partitions", str(per_topic)]
             consumer = subprocess.Popen([*py, "consume", *common, "--bootstrap", self.target.bootstrap,
                                          "--grace", "60"],
                                         cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             consumer.stdout.readline()
-            produced = subprocess.run(
+            create_on = [] if c.creates_topics else [self.target.bootstrap]
+            producer = subprocess.Popen(
                 [*py, "produce", *common, "--bootstrap", self.source.bootstrap, "--rate", str(self.cfg.rate),
-                 "--seconds", str(self.cfg.steady_seconds), "--warmup", str(self.cfg.warmup_seconds)],
-                cwd=ROOT, text=True, capture_output=True, check=True,
-                timeout=self.cfg.steady_seconds + self.cfg.warmup_seconds + 120)
-            sent = json.loads(produced.stdout.strip().splitlines()[-1])
-            out, _ = consumer.communicate(f"{sent['measured']}\n", timeout=120)
+                 "--seconds", str(self.cfg.steady_seconds), "--warmup", str(self.cfg.warmup_seconds),
+                 "--late-at", str(self.late_at()), "--create-on", ",".join(create_on)],
+                cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = producer.communicate(timeout=self.cfg.steady_seconds + self.cfg.warmup_seconds + 120)
+            if producer.returncode:
+                raise RuntimeError(f"the stream's producer exited {producer.returncode}: {err[-1500:]}")
+            sent = json.loads(out.strip().splitlines()[-1])
+            out, _ = consumer.communicate(json.dumps(sent) + "\n", timeout=120)
             lat = json.loads(out.strip().splitlines()[-1])
         finally:
             if probe is not None:  # closed now, or it would go on calling the brokers after they stopped
                 probe.close()
-            if consumer and consumer.poll() is None:
-                consumer.kill()
+            for child in (producer, consumer):
+                if child and child.poll() is None:
+                    child.kill()
             res = self._finish(launched, run)
         achieved = sent["sent"] / sent["seconds"]
         res.update(status="ok" if not lat["missing"] else "missing", startup_seconds=startup,
-                   rate=self.cfg.rate, achieved_rate=achieved, **lat)
+                   rate=self.cfg.rate, achieved_rate=achieved, topics=len(early) + len(late),
+                   partitions=per_topic * (len(early) + len(late)), late_topics=len(late), **lat)
         return res
 
 
@@ -489,7 +545,20 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--records-100", type=int, default=d.records["backfill-100"], help="backfill records of 100 B")
     ap.add_argument("--records-1024", type=int, default=d.records["backfill-1024"], help="backfill records of 1 KiB")
     ap.add_argument("--partitions", type=int, default=d.partitions,
-                    help="partitions of every topic, and tasks.max of mm2 (default %(default)s)")
+                    help="source partitions of each workload, in all over its --topics (so the total, whatever the "
+                         "shape), and tasks.max of mm2 (default %(default)s)")
+    ap.add_argument("--topics", type=int, default=d.topics,
+                    help="topics of each workload, --partitions ÷ --topics partitions each (must divide), all matched "
+                         "by one regex given to every contender; 1 = one topic named as before (default %(default)s)")
+    ap.add_argument("--late-topics", type=int, default=None,
+                    help="of the steady stream's topics, how many are created only while it runs, --late-at seconds "
+                         "into the measured window; the stream then spreads over them too and they are measured "
+                         "with the rest (default: a tenth of --topics, at least 1, when --topics > 1; else 0). "
+                         "MirrorMaker 2 and 1 then look for new topics every 5 s (refresh.topics.interval.seconds, "
+                         "metadata.max.age.ms)")
+    ap.add_argument("--late-at", type=float, default=d.late_at_seconds,
+                    help="seconds into the measured window at which the late topics are created, at most a quarter "
+                         "of it (default %(default)s)")
     ap.add_argument("--streams", type=int, default=d.streams,
                     help="mirrord/MM1 num.streams, Spark local[N], tasks.max of mm2-streams (default %(default)s)")
     ap.add_argument("--rate", type=float, default=d.rate, help="steady stream, records/s")
@@ -513,8 +582,14 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--brokers", default="", help="SOURCE,TARGET bootstrap of running brokers (debugging)")
     ap.add_argument("--results", default=str(ROOT / "bench" / "results"), help="directory for raw JSON and logs")
     a = ap.parse_args(argv)
+    try:
+        shape = Shape.of(a.topics, a.partitions, a.late_topics)
+    except ValueError as e:
+        ap.error(str(e))
     cfg = Config(reps=a.reps, records={"backfill-100": a.records_100, "backfill-1024": a.records_1024},
-                 partitions=a.partitions, streams=a.streams, rate=a.rate, steady_seconds=a.steady_seconds,
+                 partitions=a.partitions, topics=shape.topics, late_topics=shape.late,
+                 late_at_seconds=min(a.late_at, a.steady_seconds / 4),  # the time used, as the results record it
+                 streams=a.streams, rate=a.rate, steady_seconds=a.steady_seconds,
                  warmup_seconds=a.warmup_seconds, run_timeout=a.run_timeout, startup_timeout=a.startup_timeout,
                  workloads=[w for w in a.workloads.split(",") if w], limit=not a.no_limit,
                  budget_minutes=a.budget_minutes)

@@ -221,3 +221,89 @@ def test_the_command_line_redoes_a_documents_tables_from_results_json(tmp_path):
     assert report.render(results(REPS)) in text
     report.main([str(tmp_path / "results.json"), str(doc), "partial"])  # a named block, appended
     assert "<!-- bench:partial:begin -->" in doc.read_text()
+
+
+# --- the scaling table: several runs, one shape each ---------------------------------------------------------
+
+def shaped(reps: list[dict], partitions: int, topics: int = 1, late: int = 0, started: str = "2026-11-26 00:00:00 UTC",
+           contenders: dict | None = None) -> dict:
+    res = results(reps)
+    res["config"].update(partitions=partitions, topics=topics, late_topics=late, late_at_seconds=5)
+    res["started"] = started
+    res["contenders"] = contenders or {"mm2": f"MM2 tasks.max = {partitions}", "mm2-streams": "MM2 tasks.max = 2",
+                                       "mirrord": "mirrord (default sink)"}
+    return res
+
+
+def late_info(complete: int, topics: int, first: float | None) -> dict:
+    return {"topics": topics, "expected": 100, "received": 100, "missing": 0, "topics_complete": complete,
+            "p50_ms": 900.0, "p99_ms": 7000.0, "max_ms": 7500.0, "first_record_max_s": first}
+
+
+def scaling_rows(text: str) -> dict[tuple[str, str], list[str]]:
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in text.splitlines()
+            if ln.startswith("| ") and not ln.startswith("| shape")]
+    return {(r[0], r[1]): r[2:] for r in rows}
+
+
+def test_the_scaling_table_puts_each_shape_and_contender_in_a_row_with_ratios_to_the_better_mm2():
+    many = [{k: dict(v) for k, v in REPS[0].items()}]
+    many[0]["mm2"]["steady"] = steady(2000, 9000, received=990) | {"late": late_info(18, 20, None)}
+    many[0]["mm2-streams"]["steady"] = steady(1200, 5300) | {"late": late_info(20, 20, 6.2)}
+    many[0]["mirrord"]["steady"] = steady(900, 4000) | {"late": late_info(20, 20, 9.5)}
+    many[0]["mirrord"]["backfill-1024"] = {"status": "failed", "error": "RuntimeError: exited 1\nOutOfMemoryError"}
+    text = report.render_scaling([
+        ("bench/results/scaling/t200x3/20261126T120000", shaped(many, 600, 200, 20, "2026-11-26 12:00:00 UTC")),
+        ("bench/results/scaling/p96/20261126T110000", shaped([REPS[1]], 96)),
+        ("bench/results/scaling/p12/20261126T100000", shaped(REPS, 12)),
+    ])
+    rows = scaling_rows(text)
+    shapes = list(dict.fromkeys(s for s, _ in rows))
+    assert shapes == ["12 partitions (3 reps)", "96 partitions", "600 partitions: 200 topics × 3, 20 created "
+                      "during the stream"]  # ordered by partitions, whatever the order given
+    # 12 partitions, 3 reps: medians of the values and of the ratios within each repetition (100 B: 1.5, 1.3, 1.5;
+    # 1 KiB: 1.0, 1.1, 1.0)
+    assert rows[("12 partitions (3 reps)", "mirrord (default sink)")] == [
+        "150 k (1.50×)", "55 k (1.00×)", "40.0 / 20.0", "900", "1,000 / 4,000 (0.75×)", "0", ""]
+    assert rows[("96 partitions", "MM2 tasks.max = 96")][:2] == ["100 k (1.00×)", "50 k (1.00×)"]
+    assert rows[("96 partitions", "MM2 tasks.max = 2")][:2] == ["80 k (0.80×)", "45 k (0.90×)"]
+    big = "600 partitions: 200 topics × 3, 20 created during the stream"
+    assert rows[(big, "mirrord (default sink)")] == [
+        "210 k (1.50×)", "failed", "40.0 / –", "900", "900 / 4,000 (0.75×)", "0",
+        "20 of 20 complete; first record ≤ 9.5 s after creation; p99 7,000 ms"]
+    # the MM2 that lost records is not the stream's reference; its undelivered records are counted
+    assert rows[(big, "MM2 tasks.max = 600")][4:] == ["2,000 / 9,000 (1.70×)", "10 of 1,000 (1.0 %)",
+                                                      "18 of 20 complete; some never arrived; p99 7,000 ms"]
+    assert "- **600 partitions: 200 topics × 3, 20 created during the stream**: run of 2026-11-26 12:00:00 UTC, 1 " \
+           "repetition" in text
+    assert "20 topics created 5 s into it" in text and "`bench/results/scaling/p96/20261126T110000`" in text
+    assert f"- {big}, mirrord (default sink), backfill-1024: `RuntimeError: exited 1 … OutOfMemoryError`" in text
+
+
+def test_old_results_without_a_shape_are_one_topic_and_contenders_that_did_not_run_have_no_row():
+    res = results([{"mm2": REPS[0]["mm2"], "mirrord": {"steady": steady(900, 4000)}}])
+    res["contenders"] = {"mm2": "MM2", "mirrord": "mirrord", "spark-realtime": "spark"}
+    rows = scaling_rows(report.render_scaling([("old", res)]))
+    assert set(rows) == {("12 partitions", "MM2"), ("12 partitions", "mirrord")}
+    assert rows[("12 partitions", "mirrord")][:5] == ["–", "–", "– / –", "900", "900 / 4,000 (0.44×)"]
+
+
+def test_the_command_line_writes_the_scaling_block_from_directories_of_runs(tmp_path):
+    for name, res in [("p12", shaped(REPS, 12)), ("t8", shaped([REPS[0]], 24, 8, 2))]:
+        older, newer = tmp_path / name / "20261126T090000", tmp_path / name / "20261126T100000"
+        older.mkdir(parents=True)
+        newer.mkdir()
+        (older / "results.json").write_text(json.dumps(shaped([REPS[2]], 480)))  # not the newest: left out
+        (newer / "results.json").write_text(json.dumps(res))
+    assert report.find_results(tmp_path / "p12") == tmp_path / "p12" / "20261126T100000" / "results.json"
+    doc = tmp_path / "BENCH.md"
+    doc.write_text(f"# Numbers\n\n{report.BEGIN}\nmain tables\n{report.END}\n\n<!-- bench:scaling:begin -->\nold\n"
+                   "<!-- bench:scaling:end -->\n\nAfter.\n")
+    report.main(["--scaling", str(tmp_path / "t8"), str(tmp_path / "p12" / "20261126T100000"), "--doc", str(doc)])
+    text = doc.read_text()
+    assert "main tables" in text and "\nold\n" not in text and text.endswith("\n\nAfter.\n")
+    assert "| 24 partitions: 8 topics × 3, 2 created during the stream | mirrord (default sink) |" in text
+    assert "| 12 partitions (3 reps) | mirrord (default sink) |" in text and "480 partitions" not in text
+    done = subprocess.run([sys.executable, "-m", "bench.report"], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT)
+    assert done.returncode == 2 and "--scaling" in done.stderr
