@@ -7,12 +7,15 @@ Spark would load it), and the librdkafka settings of mirrord's admin clients.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import subprocess
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import BinaryIO
 
 from mirrord import translate
 from mirrord.config import ClientConfig, Settings
@@ -25,30 +28,100 @@ from mirrord.spark import connector_jars
 log = logging.getLogger(__name__)
 
 
-def check_java_client(cfg: ClientConfig, kind: str) -> translate.JaasLogin | None:
-    """Let Kafka's own Java client judge a .properties file (`io.mirrord.ClientConfigCheck`), as it would
-    at start inside Spark, where an unknown key is only a warning: a typo is a config error here. Returns
-    its sasl.jaas.config as Kafka's own parser read it (None without one)."""
+Outcome = translate.JaasLogin | MirrordError | None
+
+
+@dataclass(frozen=True)
+class JavaClientCheck:
+    """What Kafka's own Java clients said of each .properties file, by kind (`producer`, `consumer`)."""
+
+    outcomes: Mapping[str, Outcome]
+
+    def login(self, kind: str) -> translate.JaasLogin | None:
+        """The file's sasl.jaas.config as Kafka's own parser read it (None without one); raises the file's
+        first problem as its ConfigError, or why it could not be checked."""
+        outcome = self.outcomes[kind]
+        if isinstance(outcome, MirrordError):
+            raise outcome
+        return outcome
+
+
+def check_java_clients(*files: tuple[ClientConfig, str]) -> JavaClientCheck:
+    """Let Kafka's own Java clients judge .properties files (`io.mirrord.ClientConfigCheck`), as they would
+    at start inside Spark, where an unknown key is only a warning: a typo is a config error here.
+
+    One JVM judges every file (`kind` is `producer` or `consumer`). Each is opened here, as a file that
+    cannot be read is mirrord's to report, and read there through /dev/fd: whatever the characters of its
+    name and the locale, the JVM reads the file opened. A file's problems are not raised here: `login(kind)`,
+    asked file by file in the caller's order, raises them as when each file had a JVM of its own."""
+    command = _java_check_command()
+    outcomes: dict[str, Outcome] = {}
+    with contextlib.ExitStack() as stack:
+        opened: dict[str, tuple[ClientConfig, BinaryIO]] = {}
+        for cfg, kind in files:
+            try:
+                opened[kind] = (cfg, stack.enter_context(open(cfg.path, "rb")))
+            except OSError as exc:
+                outcomes[kind] = MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {exc}")
+        if opened:
+            outcomes.update(_judge(command, opened))
+    return JavaClientCheck({kind: outcomes[kind] for _, kind in files})
+
+
+def _java_check_command() -> list[str]:
+    """`java ... io.mirrord.ClientConfigCheck`, its arguments left out."""
     import pyspark
 
     slf4j = sorted((Path(pyspark.__file__).parent / "jars").glob("slf4j-api-*.jar"))
     classpath = os.pathsep.join([*connector_jars(), *map(str, slf4j)])
     java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "java"
+    return [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+            f"-Dmirrord.secret.keys={SECRET_KEY.pattern}", "io.mirrord.ClientConfigCheck"]
+
+
+def _judge(command: list[str], opened: Mapping[str, tuple[ClientConfig, BinaryIO]]) -> dict[str, Outcome]:
+    """Every opened file's outcome, from one JVM (`KIND=/dev/fd/N` arguments): its lines on stdout and
+    stderr start with its kind; it exits 2 if a file could not be read, else 1 if one has a problem."""
+    fds = {kind: properties.fileno() for kind, (_, properties) in opened.items()}
     try:
-        with open(cfg.path, "rb") as properties:
-            done = subprocess.run([java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath,
-                                   f"-Dmirrord.secret.keys={SECRET_KEY.pattern}",
-                                   "io.mirrord.ClientConfigCheck", kind], stdin=properties, capture_output=True,
-                                  timeout=60, check=False, start_new_session=True)  # signals are mirrord's
+        done = subprocess.run([*command, *(f"{kind}=/dev/fd/{fd}" for kind, fd in fds.items())],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+                              pass_fds=tuple(fds.values()), start_new_session=True)  # signals are mirrord's
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {exc}") from None
-    lines = done.stdout.decode("utf-8", "replace").splitlines()
-    if done.returncode == 1:
+        return {kind: MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {exc}")
+                for kind, (cfg, _) in opened.items()}
+    stderr = done.stderr.decode("utf-8", "replace")
+    out, err = _by_kind(done.stdout.decode("utf-8", "replace"), opened), _by_kind(stderr, opened)
+    problems = {kind: any(line.count("\t") == 1 for line in out[kind]) for kind in opened}  # jaas lines: 4 fields
+    explained = {0: True, 1: any(problems.values()), 2: any(err.values())}.get(done.returncode, False)
+    outcomes = {}
+    for kind, (cfg, _) in opened.items():
+        if not explained:  # the JVM failed, not a file: each file's check fails as it would have alone
+            outcomes[kind] = _outcome(cfg, kind, done.returncode, [], stderr)
+        else:
+            outcomes[kind] = _outcome(cfg, kind, 2 if err[kind] else 1 if problems[kind] else 0, out[kind],
+                                      "\n".join(err[kind]))
+    return outcomes
+
+
+def _by_kind(text: str, kinds: Iterable[str]) -> dict[str, list[str]]:
+    """`KIND<TAB>line` lines, the kind taken off, by kind; other lines (the JVM's own) left out."""
+    lines: dict[str, list[str]] = {kind: [] for kind in kinds}
+    for line in text.split("\n"):
+        kind, tab, rest = line.partition("\t")
+        if tab and kind in lines:
+            lines[kind].append(rest)
+    return lines
+
+
+def _outcome(cfg: ClientConfig, kind: str, status: int, lines: list[str], stderr: str) -> Outcome:
+    """A file's outcome from its check's status and lines: 0 clean (its JAAS lines), 1 its problems (the first
+    raised), else it could not be checked (stderr says why)."""
+    if status == 1 and lines:
         key, _, reason = lines[0].partition("\t")
-        raise cfg.error(key or None, redact(reason))
-    if done.returncode != 0:
-        raise MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: "
-                           f"{redact(done.stderr.decode('utf-8', 'replace').strip()[:300])}")
+        return cfg.error(key or None, redact(reason))
+    if status != 0:
+        return MirrordError(f"cannot check {cfg.path} with Kafka's Java {kind}: {redact(stderr.strip()[:300])}")
     return _jaas_login(lines)
 
 
@@ -110,8 +183,9 @@ class Flow:
         source = translate.consumer_to_spark(settings.consumer)
         for cfg in (settings.producer, settings.consumer):  # librdkafka's judgement first: it needs no JVM
             translate.check_librdkafka(cfg, translate.admin_settings(cfg, translate.SHAPE_OF_A_LOGIN))
-        target_admin = translate.admin_settings(settings.producer, check_java_client(settings.producer, "producer"))
-        source_admin = translate.admin_settings(settings.consumer, check_java_client(settings.consumer, "consumer"))
+        java = check_java_clients((settings.producer, "producer"), (settings.consumer, "consumer"))  # one JVM
+        target_admin = translate.admin_settings(settings.producer, java.login("producer"))  # producer first
+        source_admin = translate.admin_settings(settings.consumer, java.login("consumer"))
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)
         sink.update({

@@ -358,10 +358,9 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
         daemon.stop()
 
 
-@pytest.mark.parametrize(("master", "mode", "why"), [  # the partitions: the topic's 3 and heartbeats' 1 if made yet
-    ("", "real-time", r"[34] source partitions, 32 task slots"),
-    ("local[3]", "micro-batch",
-     r"[34] source partitions need [45] task slots in real-time mode, the Spark master has 3"),
+@pytest.mark.parametrize(("master", "mode", "why"), [  # the flow's num.streams is 2
+    ("", "real-time", r"2 streams, 3 task slots"),
+    ("local[2]", "micro-batch", r"2 streams need 3 task slots in real-time mode, the Spark master has 2"),
 ])
 def test_the_trigger_mode_and_why_are_in_the_log_the_status_and_a_metric_and_both_modes_mirror_faithfully(
         kafka_pair, unique, tmp_path, master, mode, why):

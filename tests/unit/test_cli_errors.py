@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    """mirrord from this source tree (not whichever the virtualenv installed), with a bare environment."""
+    """mirrord from this source tree (not whichever the virtualenv installed), with a bare environment (but
+    for MIRRORD_SPARK_JARS, the jars to test if set)."""
+    jars = {"MIRRORD_SPARK_JARS": os.environ["MIRRORD_SPARK_JARS"]} if os.environ.get("MIRRORD_SPARK_JARS") else {}
     return subprocess.run([sys.executable, "-m", "mirrord", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+                          timeout=timeout, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **jars})
 
 
 SPARK_START = 180  # --check starts a local Spark to analyse transforms: seconds on a quiet machine, more on a busy one
@@ -128,6 +131,32 @@ def test_kafkas_java_clients_judge_the_properties_files_before_spark_starts(file
     with open(files / file, "a") as f:
         f.write(line + "\n")
     assert_config_error(run(*mm1_flags(), "--check", cwd=files), expected)
+
+
+def test_both_files_faulty_the_producers_first_problem_is_the_one_reported(files):
+    """One JVM judges both files; the order and the file named are those of a JVM per file."""
+    for name, line in (("producer.properties", "acks=most"), ("consumer.properties", "lingr.ms=5")):
+        with open(files / name, "a") as f:
+            f.write(line + "\n")
+    result = run(*mm1_flags(), "--check", cwd=files)
+    assert_config_error(result, "producer.properties: acks: Invalid value most")
+    assert "lingr.ms" not in result.stderr
+
+
+def test_files_whose_names_the_locale_cannot_spell_are_judged_by_the_jvm(files):
+    """A bare environment: no locale, so the JVM would mangle a non-ASCII file name; it reads what mirrord opened."""
+    (files / "café").mkdir()
+    (files / "café" / "producer.properties").write_text("bootstrap.servers=127.0.0.1:10\n")
+    (files / "café" / "consumer.properties").write_text("bootstrap.servers=127.0.0.1:9\ngroup.id=g\nlingr.ms=5\n")
+    assert_config_error(run(*mm1_flags("café/consumer.properties", "café/producer.properties"), "--check", cwd=files),
+                        "café/consumer.properties: lingr.ms: not a property of Kafka's Java consumer")
+
+
+def test_what_the_jvm_says_is_read_whatever_the_locale(files):
+    """A bare environment: no locale, and the JVM's own stdout would print "caf?" for "café"."""
+    (files / "producer.properties").write_bytes(b"bootstrap.servers=127.0.0.1:10\ncaf\xe9.ms=5\n")
+    assert_config_error(run(*mm1_flags(), "--check", cwd=files),
+                        "producer.properties: café.ms: not a property of Kafka's Java producer")
 
 
 @pytest.mark.parametrize("check", [["--check"], []])

@@ -1,10 +1,15 @@
 package io.mirrord;
 
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -28,7 +33,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * rejects fails the query's first task.
  *
  * <p>{@code java -cp '<jars>/*' io.mirrord.ClientConfigCheck producer|consumer < file.properties}
- * prints one line per problem, {@code key<TAB>reason} (an empty key when Kafka names no single key),
+ * prints one UTF-8 line per problem, {@code key<TAB>reason} (an empty key when Kafka names no single key),
  * and exits 0 when there is none, 1 when there are some, 2 when it cannot check (usage, unreadable
  * input, slf4j-api missing: Kafka's client classes cannot load without it).
  *
@@ -36,6 +41,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * first connection: a syntax error is a problem, and a clean file's login module and options are
  * printed for mirrord's librdkafka admin client, one {@code jaas<TAB>module<TAB>option<TAB>value} line
  * each (a module without options: one line with empty option and value).
+ *
+ * <p>{@code java ... io.mirrord.ClientConfigCheck producer=FILE consumer=FILE} checks several files in one
+ * JVM (each kind once, in the order given; mirrord passes {@code /dev/fd/N}, files it opened itself), reading
+ * each as {@link Properties#load(InputStream)} does (ISO-8859-1). Every line about a file starts with its
+ * kind and a tab: on stdout the lines the one-file form prints for it (its problems, two fields, or if it
+ * has none its JAAS lines, four fields), on stderr why it could not be read. The other files are checked
+ * all the same. It exits 2 if a file could not be read, else 1 if a file has a problem, else 0.
  */
 public final class ClientConfigCheck {
     /** mirrord's own settings, which the clients pass over. */
@@ -49,6 +61,9 @@ public final class ClientConfigCheck {
     private static final Pattern INVALID_VALUE = Pattern.compile("Invalid value (.*) for configuration (\\S+?)(?:: .*)?",
             Pattern.DOTALL);
     private static final String PLACEHOLDER_BOOTSTRAP = "localhost:9092";  // its absence is mirrord's to report
+    static final Set<String> KINDS = Set.of("producer", "consumer");
+    static final String USAGE = "usage: java io.mirrord.ClientConfigCheck KIND=FILE... (KIND producer or consumer, "
+            + "each at most once)\n   or: java io.mirrord.ClientConfigCheck producer|consumer < client.properties";
 
     /** Every problem of {@code props} for Kafka's Java {@code kind} ({@code producer} or {@code consumer}), sorted by key. */
     public static List<String> check(String kind, Map<String, String> props) {
@@ -161,7 +176,8 @@ public final class ClientConfigCheck {
     }
 
     public static void main(String[] args) {
-        PrintStream stdout = System.out;
+        // UTF-8, as mirrord reads it, whatever the locale: without one the JVM's own would print "caf?" for "café"
+        PrintStream stdout = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);  // stdout carries the problems only, whatever a logger does
         // Kafka's log lines say nothing the problems do not: no logging backend, no slf4j notice about it
         setDefault("slf4j.provider", "org.slf4j.helpers.NOP_FallbackServiceProvider");
@@ -183,26 +199,82 @@ public final class ClientConfigCheck {
 
     /** {@link #main} without the process: the exit status. */
     static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
-        if (args.length != 1 || !(args[0].equals("producer") || args[0].equals("consumer"))) {
-            err.println("usage: java io.mirrord.ClientConfigCheck producer|consumer < client.properties");
+        if (args.length == 1 && KINDS.contains(args[0])) {
+            return runOne(args[0], in, out, err);
+        }
+        Map<String, String> files = files(args);
+        if (files == null) {
+            err.println(USAGE);
             return 2;
         }
-        Properties properties = new Properties();
+        boolean unreadable = false;
+        boolean problems = false;
+        for (Map.Entry<String, String> file : files.entrySet()) {
+            String kind = file.getKey();
+            Map<String, String> props;
+            try (InputStream properties = new FileInputStream(file.getValue())) {
+                props = load(properties);
+            } catch (IOException | IllegalArgumentException e) {
+                err.println(kind + "\tClientConfigCheck: cannot read the properties: "
+                        + escape(String.valueOf(e.getMessage())));
+                unreadable = true;
+                continue;
+            }
+            List<String> lines = new ArrayList<>();
+            problems |= judge(kind, props, lines);
+            lines.forEach(line -> out.println(kind + "\t" + line));
+        }
+        out.flush();
+        err.flush();
+        return unreadable ? 2 : problems ? 1 : 0;
+    }
+
+    /** The one-file form: the properties on {@code in}, the lines without a kind. */
+    private static int runOne(String kind, InputStream in, PrintStream out, PrintStream err) {
+        Map<String, String> props;
         try {
-            properties.load(in);  // ISO-8859-1, as the clients' own property files
+            props = load(in);
         } catch (IOException | IllegalArgumentException e) {
             err.println("ClientConfigCheck: cannot read the properties: " + e.getMessage());
             return 2;
         }
+        List<String> lines = new ArrayList<>();
+        boolean problems = judge(kind, props, lines);
+        lines.forEach(out::println);
+        out.flush();
+        return problems ? 1 : 0;
+    }
+
+    /** {@code kind=file} arguments, kind to file in their order; null unless each is one, each kind at most once. */
+    private static Map<String, String> files(String[] args) {
+        Map<String, String> files = new LinkedHashMap<>();
+        for (String arg : args) {
+            int eq = arg.indexOf('=');
+            if (eq < 0 || !KINDS.contains(arg.substring(0, eq)) || eq == arg.length() - 1
+                    || files.putIfAbsent(arg.substring(0, eq), arg.substring(eq + 1)) != null) {
+                return null;
+            }
+        }
+        return files.isEmpty() ? null : files;
+    }
+
+    /** The properties as {@link Properties#load(InputStream)} reads them: ISO-8859-1, as the clients' own files. */
+    private static Map<String, String> load(InputStream in) throws IOException {
+        Properties properties = new Properties();
+        properties.load(in);
         Map<String, String> props = new TreeMap<>();
         properties.stringPropertyNames().forEach(key -> props.put(key, properties.getProperty(key)));
-        List<String> problems = check(args[0], props);
-        problems.forEach(out::println);
+        return props;
+    }
+
+    /** Adds the problems of {@code props} to {@code lines}, or if there are none its JAAS lines; whether there were. */
+    private static boolean judge(String kind, Map<String, String> props, List<String> lines) {
+        List<String> problems = check(kind, props);
+        lines.addAll(problems);
         if (problems.isEmpty() && props.containsKey(SaslConfigs.SASL_JAAS_CONFIG)) {
-            jaasLines(props.get(SaslConfigs.SASL_JAAS_CONFIG)).forEach(out::println);
+            lines.addAll(jaasLines(props.get(SaslConfigs.SASL_JAAS_CONFIG)));
         }
-        out.flush();
-        return problems.isEmpty() ? 0 : 1;
+        return !problems.isEmpty();
     }
 
     private ClientConfigCheck() {

@@ -7,12 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigException;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class ClientConfigCheckTest {
     static final String BOOTSTRAP = "bootstrap.servers";
@@ -131,6 +135,90 @@ class ClientConfigCheckTest {
         assertEquals(1, problems.size());
         assertTrue(problems.get(0).startsWith("sasl.jaas.config\tnot a valid JAAS configuration: "), problems.get(0));
         assertFalse(problems.get(0).contains("hunter2"), problems.get(0));
+    }
+
+    @Test
+    void oneRunChecksEveryFileEachLinePrefixedByItsKindInTheOrderGiven(@TempDir Path dir) throws IOException {
+        Path producer = write(dir, "producer.properties", "bootstrap.servers=x:1\nlingr.ms=5\nacks=most\n");
+        Path consumer = write(dir, "consumer.properties", "bootstrap.servers=x:2\ngroup.id=g\nfetch.max.bytes=lots\n");
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(1, ClientConfigCheck.run(new String[] {"producer=" + producer, "consumer=" + consumer},
+                new ByteArrayInputStream(new byte[0]), print(out), print(err)));
+        assertEquals("producer\tacks\tInvalid value most for configuration acks: String must be one of: all, -1, 0, 1\n"
+                + "producer\tlingr.ms\tnot a property of Kafka's Java producer\n"
+                + "consumer\tfetch.max.bytes\tInvalid value lots for configuration fetch.max.bytes: Not a number of "
+                + "type INT\n", out.toString(StandardCharsets.UTF_8));
+        assertEquals("", err.toString(StandardCharsets.UTF_8));
+        out.reset();
+        assertEquals(1, ClientConfigCheck.run(new String[] {"consumer=" + consumer, "producer=" + producer},
+                new ByteArrayInputStream(new byte[0]), print(out), print(err)));
+        assertTrue(out.toString(StandardCharsets.UTF_8).startsWith("consumer\tfetch.max.bytes\t"), out.toString());
+    }
+
+    @Test
+    void aCleanFileNextToOneWithProblemsGivesItsJaasLinesAndTheFilesAreReadAsIso88591(@TempDir Path dir)
+            throws IOException {
+        String module = "org.apache.kafka.common.security.plain.PlainLoginModule";
+        Path producer = write(dir, "producer.properties", "bootstrap.servers=x:1\nclient.id=caf\u00e9\n"
+                + "sasl.mechanism=PLAIN\nsasl.jaas.config=" + module + " required username=\"m\u00e9\" password=\"p\";\n");
+        Path consumer = write(dir, "consumer.properties", "bootstrap.servers=x:2\ngroup.id=g\ncaf\u00e9.ms=1\n");
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        assertEquals(1, ClientConfigCheck.run(new String[] {"producer=" + producer, "consumer=" + consumer},
+                new ByteArrayInputStream(new byte[0]), print(out), print(new ByteArrayOutputStream())));
+        assertEquals("producer\tjaas\t" + module + "\tpassword\tp\n"
+                + "producer\tjaas\t" + module + "\tusername\tm\u00e9\n"
+                + "consumer\tcaf\u00e9.ms\tnot a property of Kafka's Java consumer\n", out.toString(StandardCharsets.UTF_8));
+        out.reset();
+        assertEquals(0, ClientConfigCheck.run(new String[] {"producer=" + producer},
+                new ByteArrayInputStream(new byte[0]), print(out), print(new ByteArrayOutputStream())));
+        assertEquals(2, out.toString(StandardCharsets.UTF_8).lines().count());
+    }
+
+    @Test
+    void aFileThatCannotBeReadIsNamedByItsKindOnStderrAndTheOthersAreStillChecked(@TempDir Path dir) throws IOException {
+        Path producer = write(dir, "producer.properties", "bootstrap.servers=x:1\nlingr.ms=5\n");
+        Path malformed = write(dir, "consumer.properties", "group.id=\\u00zz\n");
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(2, ClientConfigCheck.run(new String[] {"consumer=" + dir.resolve("absent\nfile"), "producer=" + producer},
+                new ByteArrayInputStream(new byte[0]), print(out), print(err)));
+        assertEquals("producer\tlingr.ms\tnot a property of Kafka's Java producer\n", out.toString(StandardCharsets.UTF_8));
+        List<String> errors = err.toString(StandardCharsets.UTF_8).lines().toList();
+        assertEquals(1, errors.size(), errors.toString());
+        assertTrue(errors.get(0).startsWith("consumer\tClientConfigCheck: cannot read the properties: "), errors.get(0));
+        assertTrue(errors.get(0).contains("absent\\nfile"), errors.get(0));
+        out.reset();
+        err.reset();
+        assertEquals(2, ClientConfigCheck.run(new String[] {"consumer=" + malformed}, new ByteArrayInputStream(new byte[0]),
+                print(out), print(err)));
+        assertEquals("", out.toString(StandardCharsets.UTF_8));
+        assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("consumer\tClientConfigCheck: cannot read the "
+                + "properties: Malformed \\\\uxxxx encoding"), err.toString(StandardCharsets.UTF_8));  // escaped
+    }
+
+    @Test
+    void eachArgumentMustBeAKindOnceAndAFile() {
+        for (String[] args : List.of(new String[] {"producer=a", "producer=b"}, new String[] {"admin=a"},
+                new String[] {"producer="}, new String[] {"producer", "consumer"}, new String[] {"producer=a", "consumer"})) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            assertEquals(2, ClientConfigCheck.run(args, new ByteArrayInputStream(new byte[0]), print(out), print(err)),
+                    List.of(args).toString());
+            assertEquals("", out.toString(StandardCharsets.UTF_8));
+            assertEquals(ClientConfigCheck.USAGE + "\n", err.toString(StandardCharsets.UTF_8));
+        }
+    }
+
+    @Test
+    void theUsageIsNotTheOneAJarWithoutTheKindFileFormGives() {
+        // mirrord (flow.py) takes that line, alone, for a jar that checks one file per JVM, and falls back to it
+        assertFalse(ClientConfigCheck.USAGE.lines().anyMatch(
+                "usage: java io.mirrord.ClientConfigCheck producer|consumer < client.properties"::equals));
+    }
+
+    private static Path write(Path dir, String name, String text) throws IOException {
+        return Files.write(dir.resolve(name), text.getBytes(StandardCharsets.ISO_8859_1));
     }
 
     private static PrintStream print(ByteArrayOutputStream bytes) {
