@@ -261,7 +261,9 @@ def test_a_spark_standalone_master_runs_the_installed_driver(
             wait_mirrored(host, unit, source.bootstrap, group, topic)
             apps = [a for a in cluster.applications() if a["name"] == "mirrord-standalone"]
             assert [a["state"] for a in apps] == ["RUNNING"], cluster.state()
-            assert "Finished task" in cluster.executor_logs(tail=None), "no task ran in the worker's executor"
+            # by default a stream per slot but the spare: real-time mode, whose task ends only with its batch
+            wait_until(lambda: "Running task" in cluster.executor_logs(tail=None), 60,
+                       "a task running in the worker's executor")
     assert by_partition(read_all(target.bootstrap, topic)) == by_partition(read_all(source.bootstrap, topic))
 
 
