@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -11,6 +12,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -209,7 +211,7 @@ final class StreamConsumer {
     /** Real-time mode: partitions of this stream that appeared (at two looks running), and ones gone. */
     private void look(long now) {
         lookedAt = now;
-        Map<String, java.util.List<PartitionInfo>> topics;
+        Map<String, List<PartitionInfo>> topics;
         try {
             topics = consumer.listTopics(ASK_TIMEOUT);
         } catch (TimeoutException e) {
@@ -234,12 +236,12 @@ final class StreamConsumer {
         }
         flush();
         current = null;
-        Set<TopicPartition> now2 = new HashSet<>(assigned);
-        now2.removeAll(gone);
-        now2.addAll(ready);
+        Set<TopicPartition> assignment = new HashSet<>(assigned);
+        assignment.removeAll(gone);
+        assignment.addAll(ready);
         queue.removeIf(r -> gone.contains(new TopicPartition(r.topic(), r.partition())));
         next.keySet().removeAll(gone);
-        consumer.assign(now2);
+        consumer.assign(assignment);
         if (!gone.isEmpty()) {
             log.info("stream {}: partitions gone from the source: {}", stream, gone);
         }
@@ -316,7 +318,7 @@ final class StreamConsumer {
             Thread.sleep(Math.max(1, ms));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new org.apache.kafka.common.errors.InterruptException(e);
+            throw new InterruptException(e);
         }
     }
 }

@@ -3,6 +3,7 @@ package io.mirrord.source;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
 
 /**
  * The streams' consumers that wait in this JVM between two batches of their query's run, one per stream:
@@ -44,7 +45,7 @@ final class StreamConsumers {
         close(consumer -> consumer.idleSince < before);
     }
 
-    private static void close(java.util.function.Predicate<StreamConsumer> which) {
+    private static void close(Predicate<StreamConsumer> which) {
         for (Iterator<StreamConsumer> it = IDLE.values().iterator(); it.hasNext(); ) {
             StreamConsumer consumer = it.next();
             if (which.test(consumer)) {
