@@ -35,7 +35,7 @@ master = "local[13]" if trigger == "real-time" else "local[2]"
 spark = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
          .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))).getOrCreate())
 spark.sparkContext.setLogLevel("WARN")
-spark.udf.registerJavaFunction("mirrord_envelope", "io.mirrord.EnvelopeUdf", BinaryType())
+spark.udf.registerJavaFunction("mirrord_envelope", "io.mirrord.sink.EnvelopeUdf", BinaryType())
 key = "key" if mode == "plain" else "mirrord_envelope(key, unix_millis(timestamp), offset, timestampType) AS key"
 writer = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source).option("subscribe", topic)
           .option("startingOffsets", "earliest").option("includeHeaders", "true").load()
@@ -45,7 +45,7 @@ writer = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", sou
 for k, v in {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "262144"}.items():
     writer = writer.option("kafka." + k, v)
 if mode != "plain":
-    writer = writer.option("kafka.interceptor.classes", "io.mirrord.MirrorInterceptor")
+    writer = writer.option("kafka.interceptor.classes", "io.mirrord.sink.MirrorInterceptor")
 if mode == "syncs":
     writer = writer.option("kafka.mirrord.offset.syncs.topic", "syncs")
 if trigger == "real-time":

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from mirrord.metrics import Metrics
 from mirrord.positions import Positions
-from mirrord.spark import jvm_totals
+from mirrord.spark.session import jvm_totals
 
 log = logging.getLogger(__name__)
 EVERY = 0.5  # the target's acknowledgements become the group's offsets within this

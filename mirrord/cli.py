@@ -14,9 +14,10 @@ import signal
 import sys
 from pathlib import Path
 
-from mirrord import __version__, config
+from mirrord import __version__
 from mirrord.errors import EX_CONFIG, EX_SOFTWARE, MirrordError, one_line
-from mirrord.redact import redact
+from mirrord.settings import config
+from mirrord.settings.redact import redact
 
 # flag → mirrord.conf key; MirrorMaker 1's spelling first.
 FLAGS = {
@@ -128,20 +129,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load = settings_loader(args)
         if offsets:
-            from mirrord import failover
+            from mirrord.mm2 import failover
 
             return failover.run(load(), args.group, args.topic, args.apply)
         if args.check:
-            from mirrord.flow import Flow
-            from mirrord.modes import check_line
-            from mirrord.pipeline import check_transforms_alone
+            from mirrord.settings.flow import Flow
+            from mirrord.spark.modes import check_line
+            from mirrord.spark.pipeline import check_transforms_alone
 
             settings = load()
             check_transforms_alone(Flow.from_settings(settings))
             print(f"mirrord: configuration OK; {check_line(settings.trigger, len(settings.transforms))}")
             return 0
-        from mirrord.daemon import Daemon
-        from mirrord.notify import Notifier
+        from mirrord.supervisor.daemon import Daemon
+        from mirrord.supervisor.notify import Notifier
 
         # `systemctl kill -s USR1 mirrord`: every thread's stack into the journal, for a daemon that seems stuck.
         faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from mirrord import __version__
 from mirrord.errors import ConfigError
-from mirrord.redact import redact
+from mirrord.settings.redact import redact
 
 
 class RedactedRegistry(CollectorRegistry):
@@ -56,7 +56,7 @@ class BucketHistogram(Collector):
         yield family
 
 
-# Upper bounds in seconds; the same as io.mirrord.Stats.BUCKETS in jvm/.
+# Upper bounds in seconds; the same as io.mirrord.metrics.Stats.BUCKETS in jvm/.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 
 

@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from mirrord.admin import TP, Cluster
 from mirrord.errors import MirrordError
+from mirrord.kafka.admin import TP, Cluster
 from mirrord.metrics import Metrics
-from mirrord.offsets import deleted_before_read, parse_source_offsets
+from mirrord.mm2.offsets import deleted_before_read, parse_source_offsets
 
 log = logging.getLogger(__name__)
 LOG_STARTS_KEPT = 60  # readings of the source's log start offsets, one a second: a minute

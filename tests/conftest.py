@@ -34,7 +34,7 @@ def spark(tmp_path_factory):
     """A local SparkSession with Spark's Kafka connector and mirrord's jar (its source among them)."""
     from pyspark.sql import SparkSession
 
-    from mirrord.spark import connector_jars
+    from mirrord.spark.session import connector_jars
 
     session = (SparkSession.builder.master("local[4]").appName("mirrord-tests")
                .config("spark.jars", ",".join(connector_jars()))

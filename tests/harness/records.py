@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirrord.admin import retrying
+from mirrord.kafka.admin import retrying
 
 Header = tuple[str, bytes | None]
 

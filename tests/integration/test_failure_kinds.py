@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirrord.spark import connector_jars, failure
+from mirrord.spark.session import connector_jars, failure
 
 
 class _Optional:

@@ -16,8 +16,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from mirrord import heartbeats, offsets
-from mirrord.policy import checkpoints_topic, offset_syncs_topic
+from mirrord.mm2 import heartbeats, offsets
+from mirrord.settings.policy import checkpoints_topic, offset_syncs_topic
 from tests.harness.kafka import ROOT, KafkaBroker, classpath, java
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import (

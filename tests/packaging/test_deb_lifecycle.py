@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mirrord import config
+from mirrord.settings import config
 from tests.harness.container import Container
 from tests.harness.kafka import SCRAM_USER, KafkaBroker, free_port
 from tests.harness.mirrord import metric_value

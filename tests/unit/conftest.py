@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirrord import redact
+from mirrord.settings import redact
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
-from mirrord.acls import TopicAcl, target_acls
-from mirrord.policy import IdentityPolicy, PrefixPolicy
+from mirrord.mm2.acls import TopicAcl, target_acls
+from mirrord.settings.policy import IdentityPolicy, PrefixPolicy
 
 
 def acl(name, operation, permission="ALLOW", pattern="LITERAL", principal="User:app"):

@@ -1,4 +1,4 @@
-from mirrord.checkpoints import (
+from mirrord.mm2.checkpoints import (
     Checkpoint,
     checkpoints_topic,
     decode,
@@ -8,8 +8,8 @@ from mirrord.checkpoints import (
     translated_offsets,
     wanted_group,
 )
-from mirrord.offsets import OffsetSync, OffsetSyncStore
-from mirrord.policy import IdentityPolicy, PrefixPolicy
+from mirrord.mm2.offsets import OffsetSync, OffsetSyncStore
+from mirrord.settings.policy import IdentityPolicy, PrefixPolicy
 
 
 def store(*syncs: tuple[str, int, int, int]) -> OffsetSyncStore:

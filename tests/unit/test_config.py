@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mirrord.config import fixed_changes, load, normalize_whitelist
 from mirrord.errors import ConfigError
+from mirrord.settings.config import fixed_changes, load, normalize_whitelist
 
 
 @pytest.fixture

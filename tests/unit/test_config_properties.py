@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mirrord import translate
-from mirrord.config import ENV_PREFIX, KEYS, Settings, load
 from mirrord.errors import ConfigError
+from mirrord.settings import translate
+from mirrord.settings.config import ENV_PREFIX, KEYS, Settings, load
 
 FUZZ = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 SCRAM = translate.JaasLogin("org.apache.kafka.common.security.scram.ScramLoginModule",

@@ -42,7 +42,7 @@ BLOCK = "import sys\nfor name in ('pandas', 'pyarrow', 'numpy'):\n    sys.module
 
 def test_mirrord_imports_without_pysparks_sql_extras():
     """pyspark[sql] brings pandas, pyarrow and numpy; records never enter Python, so mirrord needs none."""
-    code = BLOCK + "import mirrord.cli, mirrord.daemon, pyspark.sql.streaming\n"
+    code = BLOCK + "import mirrord.cli, mirrord.supervisor.daemon, pyspark.sql.streaming\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
 

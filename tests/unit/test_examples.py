@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mirrord.config import load
+from mirrord.settings.config import load
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "etc" / "examples"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from mirrord.heartbeats import Heartbeat, decode, encode, loops_back, newest_through_the_flow
+from mirrord.mm2.heartbeats import Heartbeat, decode, encode, loops_back, newest_through_the_flow
 
 
 def test_heartbeats_are_serialized_as_mirrormaker_2s_heartbeat_class():

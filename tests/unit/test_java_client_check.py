@@ -1,4 +1,4 @@
-"""Kafka's own Java clients judge both .properties files in one JVM (`io.mirrord.ClientConfigCheck
+"""Kafka's own Java clients judge both .properties files in one JVM (`io.mirrord.check.ClientConfigCheck
 producer=/dev/fd/N consumer=/dev/fd/M`), and each file's outcome is what it was with a JVM per file: its first
 problem raised as that file's ConfigError, the producer's before the consumer's, its JAAS login parsed alone.
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from mirrord import flow
-from mirrord.config import read_properties
 from mirrord.errors import ConfigError, MirrordError
-from mirrord.translate import JaasLogin
+from mirrord.settings import flow
+from mirrord.settings.config import read_properties
+from mirrord.settings.translate import JaasLogin
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 

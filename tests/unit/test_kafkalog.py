@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from mirrord.kafkalog import OncePerKind
+from mirrord.kafka.kafkalog import OncePerKind
 
 
 def record(text: str) -> logging.LogRecord:

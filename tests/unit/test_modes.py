@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirrord import modes
+from mirrord.spark import modes
 
 
 def test_auto_runs_real_time_mode_when_every_stream_has_a_slot_and_one_is_spare():

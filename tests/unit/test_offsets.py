@@ -1,6 +1,6 @@
 import struct
 
-from mirrord.offsets import (
+from mirrord.mm2.offsets import (
     MAX_SYNCS_PER_PARTITION,
     OffsetSync,
     OffsetSyncStore,

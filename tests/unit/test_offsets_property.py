@@ -18,7 +18,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirrord.offsets import MAX_SYNCS_PER_PARTITION, OffsetSync, OffsetSyncStore
+from mirrord.mm2.offsets import MAX_SYNCS_PER_PARTITION, OffsetSync, OffsetSyncStore
 
 LAG_MAX = 5
 

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from mirrord.policy import (
+from mirrord.settings.policy import (
     IdentityPolicy,
     PrefixPolicy,
     checkpoints_topic,

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mirrord import redact as redaction
 from mirrord.cli import RedactingFormatter
-from mirrord.config import ClientConfig, Settings
-from mirrord.flow import Flow
-from mirrord.policy import make_policy
-from mirrord.redact import HIDDEN, redact
-from mirrord.spark import spark_conf
-from mirrord.translate import JaasLogin, SourceOptions, sink_options
+from mirrord.settings import redact as redaction
+from mirrord.settings.config import ClientConfig, Settings
+from mirrord.settings.flow import Flow
+from mirrord.settings.policy import make_policy
+from mirrord.settings.redact import HIDDEN, redact
+from mirrord.settings.translate import JaasLogin, SourceOptions, sink_options
+from mirrord.spark.session import spark_conf
 
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="mirror" password="Pa55-w0rd";'
 SECRETS = {"sasl.jaas.config": JAAS, "ssl.key.password": "k3y-pass", "ssl.keystore.password": "st0re-pass",

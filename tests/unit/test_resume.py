@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from mirrord.resume import Resume, resume
+from mirrord.spark.resume import Resume, resume
 
 
 class Source:

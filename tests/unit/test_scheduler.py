@@ -1,7 +1,7 @@
 import threading
 
 from mirrord.metrics import Metrics
-from mirrord.scheduler import Job, Scheduler
+from mirrord.supervisor.scheduler import Job, Scheduler
 
 
 def _value(metrics: Metrics, name: str, **labels) -> float:

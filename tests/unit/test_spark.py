@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mirrord.config import load
-from mirrord.spark import JAVA_OPTIONS, PACKAGE_DIR, spark_conf
+from mirrord.settings.config import load
+from mirrord.spark.session import JAVA_OPTIONS, PACKAGE_DIR, spark_conf
 
 LOG4J = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
 
@@ -39,4 +39,4 @@ def test_both_jvms_options_at_once_and_the_rest_of_the_section_passes_through(tm
     assert conf["spark.driver.extraJavaOptions"] == f"{LOG4J} -Xss4m"
     assert conf["spark.executor.extraJavaOptions"] == f"{LOG4J} -Dsome.flag=1"
     assert conf["spark.driver.memory"] == "2g"
-    assert conf["spark.plugins"] == "io.mirrord.MirrordPlugin"
+    assert conf["spark.plugins"] == "io.mirrord.metrics.MirrordPlugin"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirrord.transforms import COLUMNS, Transform, full_match, select, sql_string, where
+from mirrord.settings.transforms import COLUMNS, Transform, full_match, select, sql_string, where
 
 
 def test_records_of_other_topics_pass_and_dropped_records_are_counted_under_the_transform():

@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from mirrord.config import ClientConfig
 from mirrord.errors import ConfigError
-from mirrord.translate import JaasLogin, admin_settings, check_librdkafka, consumer_to_spark, sink_options
+from mirrord.settings.config import ClientConfig
+from mirrord.settings.translate import JaasLogin, admin_settings, check_librdkafka, consumer_to_spark, sink_options
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
@@ -50,7 +50,7 @@ def test_producer_properties_pass_to_spark_sink_with_safe_defaults_and_mirrords_
         "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN",
         "kafka.acks": "all", "kafka.enable.idempotence": "true", "kafka.linger.ms": "5", "kafka.batch.size": "65536",
         "kafka.max.block.ms": "9223372036854775807",  # the file's delivery.timeout.ms wins; the outage default stays
-        "kafka.interceptor.classes": "io.mirrord.MirrorInterceptor,com.example.Audit"}
+        "kafka.interceptor.classes": "io.mirrord.sink.MirrorInterceptor,com.example.Audit"}
     assert "partitioner.class" in ignored
 
 

@@ -1,0 +1,392 @@
+package io.mirrord.sink;
+
+import io.mirrord.fencing.Fence;
+import io.mirrord.fencing.FencedError;
+import io.mirrord.metrics.MirrordPlugin;
+import io.mirrord.metrics.Stats;
+import io.mirrord.metrics.WarnLimiter;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerInterceptor;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The producer side of mirrord's data path, set on Spark's Kafka sink with
+ * {@code kafka.interceptor.classes=io.mirrord.sink.MirrorInterceptor}: unwraps each record's
+ * {@link Envelope} so the target gets the source key and timestamp, counts what was written into
+ * {@link Stats#EXECUTOR}, and pairs source with target offsets for the {@link OffsetSyncWriter}.
+ *
+ * <p>Pairing: {@code onSend} pushes the source offset on a FIFO of its target partition and
+ * {@code onAcknowledgement} pops it, which is right because Kafka acknowledges a partition's records
+ * in the order they were sent, exactly once each (a synchronous send failure included). That order is
+ * the order of {@code onSend} calls only if one thread sends to a given target partition at a time,
+ * which holds because Spark writes a source partition from one task at a time and mirrord sends each
+ * record to the same-numbered target partition. Records sent without a partition are not paired. A failed record marks its
+ * partition broken: its run and delayed sync are dropped, and no sync is written until every record
+ * sent before the failure has been acknowledged.
+ *
+ * <p>Settings, from the producer's configuration (on Spark's sink: {@code kafka.<name>}):
+ * {@value #SYNCS_TOPIC} (none: no offset syncs), {@value #OFFSET_LAG_MAX}, {@value #SYNCS_FLUSH_MS}
+ * and {@value #SOURCE_TOPIC_PREFIX}.
+ *
+ * <p>Spark never closes the producers it caches, so {@link #close()} does not run when Spark stops:
+ * {@link #flushAll} writes every live interceptor's delayed syncs instead ({@link MirrordPlugin} calls
+ * it when an executor stops).
+ */
+public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte[]> {
+    /** Compacted one-partition topic in the target the offset syncs go to; absent or empty: none written. */
+    public static final String SYNCS_TOPIC = "mirrord.offset.syncs.topic";
+    /** MirrorMaker 2's {@code offset.lag.max}: a sync at least every this many records of a run. */
+    public static final String OFFSET_LAG_MAX = "mirrord.offset.lag.max";
+    public static final long OFFSET_LAG_MAX_DEFAULT = 100;
+    /** How often delayed syncs (the last record of a run so far) are written. */
+    public static final String SYNCS_FLUSH_MS = "mirrord.offset.syncs.flush.ms";
+    public static final long SYNCS_FLUSH_MS_DEFAULT = 1000;
+    /** What the replication policy puts before a source topic's name to name the target topic. */
+    public static final String SOURCE_TOPIC_PREFIX = "mirrord.source.topic.prefix";
+    public static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
+    private static final Logger log = LoggerFactory.getLogger(MirrorInterceptor.class);
+    /** The interceptors with a writer, configured and not closed; weakly, so that a dropped producer goes. */
+    private static final Map<MirrorInterceptor, Boolean> LIVE = new WeakHashMap<>();  // guarded by itself
+
+    private final Function<Map<String, Object>, Producer<byte[], byte[]>> syncProducers;
+    private final Stats stats;
+    private final boolean background;
+    private final Map<String, Partitions> pairings = new ConcurrentHashMap<>();  // by target topic
+    private volatile Partitions last;  // the target topic of the last lookup: most records go where the last one went
+    private final WarnLimiter unpartitioned = new WarnLimiter(60_000);
+    private String sourceTopicPrefix = "";
+    private OffsetSyncWriter writer;  // null: no offset syncs
+
+    public MirrorInterceptor() {
+        this(KafkaProducer::new, Stats.EXECUTOR, true);
+    }
+
+    /** For tests: the syncs' producer made by {@code syncProducers}, the writer's thread only if {@code background}. */
+    public MirrorInterceptor(Function<Map<String, Object>, Producer<byte[], byte[]>> syncProducers, Stats stats,
+                      boolean background) {
+        this.syncProducers = syncProducers;
+        this.stats = stats;
+        this.background = background;
+    }
+
+    @Override
+    public void configure(Map<String, ?> configs) {
+        Object prefix = configs.get(SOURCE_TOPIC_PREFIX);
+        sourceTopicPrefix = prefix == null ? "" : prefix.toString();
+        Object topic = configs.get(SYNCS_TOPIC);
+        if (topic != null && !topic.toString().isEmpty()) {
+            long lagMax = longSetting(configs, OFFSET_LAG_MAX, OFFSET_LAG_MAX_DEFAULT, 0);
+            long flushMs = longSetting(configs, SYNCS_FLUSH_MS, SYNCS_FLUSH_MS_DEFAULT, 1);
+            writer = new OffsetSyncWriter(syncProducers.apply(syncProducerConfig(configs)), topic.toString(), lagMax,
+                    flushMs, stats, background);
+        }
+        synchronized (LIVE) {
+            LIVE.put(this, Boolean.TRUE);
+        }
+    }
+
+    /**
+     * Records sent by every live interceptor in this JVM and not yet acknowledged or failed: after a query
+     * stopped, its producers still deliver what they buffered, and the positions are final once this is 0.
+     */
+    public static long inFlight() {
+        List<MirrorInterceptor> live;
+        synchronized (LIVE) {
+            live = new ArrayList<>(LIVE.keySet());
+        }
+        long total = 0;
+        for (MirrorInterceptor interceptor : live) {
+            for (Partitions partitions : interceptor.pairings.values()) {
+                for (Pairing pairing : partitions.pairings) {
+                    total += pairing == null ? 0 : pairing.inFlight();
+                }
+            }
+        }
+        return total;
+    }
+
+    /**
+     * Writes the delayed syncs of every live interceptor in this JVM and waits, at most {@code timeout}
+     * in all, until every sync emitted so far is acknowledged; false if time ran out for any of them.
+     */
+    public static boolean flushAll(Duration timeout) {
+        List<MirrorInterceptor> live;
+        synchronized (LIVE) {
+            live = new ArrayList<>(LIVE.keySet());
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        boolean flushed = true;
+        for (MirrorInterceptor interceptor : live) {
+            if (interceptor.writer != null) {
+                Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+                flushed &= interceptor.writer.flush(left);  // with no time left, still emits the delayed syncs
+            }
+        }
+        return flushed;
+    }
+
+    /** {@link #flushAll(Duration)} for py4j: {@code spark._jvm.io.mirrord.sink.MirrorInterceptor.flushAll(5000)}. */
+    public static boolean flushAll(long timeoutMs) {
+        return flushAll(Duration.ofMillis(timeoutMs));
+    }
+
+    /** The data producer's settings for the syncs' producer: same cluster and security, its own identity. */
+    static Map<String, Object> syncProducerConfig(Map<String, ?> configs) {
+        Map<String, Object> config = new HashMap<>();
+        configs.forEach((key, value) -> {
+            if (!key.startsWith("mirrord.")) {
+                config.put(key, value);
+            }
+        });
+        config.remove(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG);
+        config.remove(ProducerConfig.CLIENT_ID_CONFIG);
+        config.remove(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+        config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        config.put(ProducerConfig.ACKS_CONFIG, "all");
+        config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        // A sync every offset.lag.max records is thousands a second in a backfill: batched, not one request
+        // each (measured: a fifth of the rate with linger.ms=0). Nothing waits on a sync but flushAll.
+        config.put(ProducerConfig.LINGER_MS_CONFIG, "200");
+        config.put(ProducerConfig.BATCH_SIZE_CONFIG, "65536");
+        return config;
+    }
+
+    /**
+     * Throws {@link EnvelopeError} for a key that is not an envelope, and {@link FencedError} for every record once this host's
+     * {@link Fence} lapsed (see there why an error, not an exception).
+     */
+    @Override
+    public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
+        if (!Fence.open()) {
+            throw new FencedError("not sent to " + record.topic() + ": this host's lease lapsed (fenced)");
+        }
+        Envelope.Unwrapped source = Envelope.unwrap(record.key());
+        Integer partition = record.partition();
+        Pairing pairing = partition != null && partition >= 0 ? pairing(record.topic(), partition) : null;
+        ProducerRecord<byte[], byte[]> unwrapped;
+        try {
+            Long timestamp = source.timestampMs() >= 0 ? source.timestampMs() : null;  // unknown: the producer's clock
+            // the pairing's own copy of the topic's name: Spark makes a new String per record, whose hash the
+            // producer would compute again in each of its lookups
+            unwrapped = new ProducerRecord<>(pairing != null ? pairing.target : record.topic(), partition, timestamp,
+                    source.key(), record.value(), record.headers());
+        } catch (RuntimeException e) {
+            throw new EnvelopeError("cannot unwrap a record for " + record.topic(), e);  // never send the envelope
+        }
+        long bytes = length(source.key()) + length(record.value());
+        if (pairing != null) {
+            pairing.sent(source.sourceOffset(), bytes);
+        } else {
+            stats.addBytes(record.topic(), bytes);
+            if (writer != null && unpartitioned.admit() >= 0) {
+                log.warn("records for {} are sent without a partition: no offset syncs for them", record.topic());
+            }
+        }
+        return unwrapped;
+    }
+
+    @Override
+    public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
+        if (metadata == null) {
+            return;  // Kafka knew neither the record nor its partition: nothing was paired
+        }
+        Pairing pairing = metadata.partition() >= 0 ? existing(metadata.topic(), metadata.partition()) : null;
+        long latencyMs = exception == null && metadata.hasTimestamp() ? System.currentTimeMillis() - metadata.timestamp()
+                : Stats.NO_LATENCY;
+        if (pairing != null) {
+            pairing.acknowledged(metadata, exception, latencyMs, writer);
+        } else if (exception == null) {
+            stats.addRecord(metadata.topic());
+            if (latencyMs != Stats.NO_LATENCY) {
+                stats.observeLatencyMs(latencyMs);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        synchronized (LIVE) {
+            LIVE.remove(this);
+        }
+        for (Partitions partitions : pairings.values()) {
+            for (Pairing pairing : partitions.pairings) {
+                if (pairing != null) {
+                    stats.release(pairing.tally);
+                }
+            }
+        }
+        if (writer != null) {
+            writer.close(CLOSE_TIMEOUT);
+        }
+    }
+
+    /** The writer, for tests. */
+    OffsetSyncWriter writer() {
+        return writer;
+    }
+
+    /** The pairing of a target partition, made on first use; no allocation once it exists (per-record path). */
+    private Pairing pairing(String topic, int partition) {
+        Pairing pairing = existing(topic, partition);
+        return pairing != null ? pairing : created(topic, partition);
+    }
+
+    private Pairing existing(String topic, int partition) {
+        Partitions partitions = last;
+        if (partitions == null || !partitions.topic.equals(topic)) {  // equals: cheaper than the hash of a new String
+            partitions = pairings.get(topic);
+            if (partitions == null) {
+                return null;
+            }
+            last = partitions;
+        }
+        Pairing[] array = partitions.pairings;
+        return partition < array.length ? array[partition] : null;
+    }
+
+    private synchronized Pairing created(String topic, int partition) {
+        Partitions partitions = pairings.computeIfAbsent(topic, Partitions::new);
+        Pairing[] array = partitions.pairings;
+        if (partition < array.length && array[partition] != null) {
+            return array[partition];
+        }
+        Pairing[] grown = Arrays.copyOf(array, Math.max(array.length, partition + 1));
+        TopicPartition source = new TopicPartition(sourceTopic(topic), partition);
+        grown[partition] = new Pairing(partitions.topic, stats.tally(partitions.topic, source.topic(), partition),
+                writer == null ? null : writer.state(source));
+        partitions.pairings = grown;  // a new array each time: readers never see one being filled
+        return grown[partition];
+    }
+
+    /** One target topic's pairings by partition, under the name the first record gave it. */
+    private static final class Partitions {
+        final String topic;
+        volatile Pairing[] pairings = new Pairing[0];
+
+        Partitions(String topic) {
+            this.topic = topic;
+        }
+    }
+
+    /** The prefix replication policy in reverse; a target topic without the prefix keeps its name. */
+    String sourceTopic(String targetTopic) {
+        return targetTopic.startsWith(sourceTopicPrefix) ? targetTopic.substring(sourceTopicPrefix.length()) : targetTopic;
+    }
+
+    /**
+     * The source offsets of one target partition's records in flight, in send order, and its tally; both
+     * guarded by the tally's monitor, the one lock a record takes in {@code onSend} and in
+     * {@code onAcknowledgement}.
+     */
+    private static final class Pairing {
+        final String target;
+        final Stats.Tally tally;
+        private final OffsetSyncWriter.PartitionState state;  // null: no offset syncs
+        private long[] inFlight = new long[64];  // a ring: head is the oldest
+        private int head;
+        private int size;
+        private boolean broken;
+
+        Pairing(String target, Stats.Tally tally, OffsetSyncWriter.PartitionState state) {
+            this.target = target;
+            this.tally = tally;
+            this.state = state;
+        }
+
+        int inFlight() {
+            synchronized (tally) {
+                return size;
+            }
+        }
+
+        void sent(long sourceOffset, long bytes) {
+            synchronized (tally) {
+                if (size == inFlight.length) {
+                    long[] grown = new long[size * 2];
+                    for (int i = 0; i < size; i++) {
+                        grown[i] = inFlight[(head + i) % size];
+                    }
+                    inFlight = grown;
+                    head = 0;
+                }
+                inFlight[(head + size) % inFlight.length] = sourceOffset;
+                size++;
+                tally.sent(bytes);
+            }
+        }
+
+        /** {@code latencyMs}: since the record's timestamp, {@link Stats#NO_LATENCY} if unknown or failed. */
+        void acknowledged(RecordMetadata metadata, Exception exception, long latencyMs, OffsetSyncWriter writer) {
+            synchronized (tally) {
+                if (exception == null) {
+                    tally.acknowledged(latencyMs);
+                }
+                if (size == 0) {
+                    return;  // a record sent without a partition
+                }
+                long upstream = inFlight[head];
+                head = (head + 1) % inFlight.length;
+                size--;
+                if (exception != null) {
+                    broken = true;
+                    if (writer != null) {
+                        writer.reset(state);
+                    }
+                } else if (!broken) {
+                    if (upstream >= 0) {
+                        tally.advance(upstream + 1);
+                    }
+                    if (writer != null && upstream >= 0 && metadata.hasOffset()) {
+                        writer.acked(state, upstream, metadata.offset());
+                    } else if (writer != null) {
+                        writer.reset(state);  // an offset unknown (acks=0, or no source offset): the run ends here
+                    }
+                }
+                if (size == 0) {
+                    broken = false;
+                }
+            }
+        }
+    }
+
+    private static long longSetting(Map<String, ?> configs, String name, long defaultValue, long min) {
+        Object value = configs.get(name);
+        if (value == null || value.toString().isEmpty()) {
+            return defaultValue;
+        }
+        long parsed;
+        try {
+            parsed = value instanceof Number n ? n.longValue() : Long.parseLong(value.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new ConfigException(name, value, "not a whole number");
+        }
+        if (parsed < min) {
+            throw new ConfigException(name, value, "must be at least " + min);
+        }
+        return parsed;
+    }
+
+    private static long length(byte[] bytes) {
+        return bytes == null ? 0 : bytes.length;
+    }
+}

@@ -1,0 +1,332 @@
+package io.mirrord.sink;
+
+import io.mirrord.metrics.Stats;
+import io.mirrord.metrics.WarnLimiter;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Offset syncs in MirrorMaker 2's format and by its rules ({@code MirrorSourceTask.PartitionState}),
+ * extended so that translation can be exact: each sync carries, in the header {@value #RUN_START_HEADER},
+ * the upstream offset where its run began, a run being a stretch over which source and target offsets
+ * advanced together one for one.
+ *
+ * <p>The rules ({@link PartitionState}) decide on the caller's thread, the producer's I/O thread; the
+ * writing is done by the writer's own thread, so that a slow or missing syncs topic never holds up
+ * the records being mirrored. That thread also emits the delayed syncs every {@code flushMs}.
+ */
+final class OffsetSyncWriter implements AutoCloseable {
+    static final String RUN_START_HEADER = "mirrord.run.start";
+    /** Syncs waiting for the writer's thread beyond this many are dropped (and counted as errors). */
+    static final int OUTBOX_CAPACITY = 100_000;
+    /** How long the writer's thread gathers syncs after the first one before writing them. */
+    static final long BATCH_MS = 50;
+    private static final Logger log = LoggerFactory.getLogger(OffsetSyncWriter.class);
+
+    private final Producer<byte[], byte[]> producer;
+    private final String topic;
+    private final long offsetLagMax;
+    private final long flushMs;
+    private final Stats stats;
+    private final Map<TopicPartition, PartitionState> states = new HashMap<>();  // by source partition; guarded by this
+    private final BlockingQueue<Sync> outbox = new LinkedBlockingQueue<>(OUTBOX_CAPACITY);
+    private final WarnLimiter warnings = new WarnLimiter(60_000);
+    private final Thread thread;
+    private long emitted;  // syncs put in the outbox; guarded by this
+    private final Object progress = new Object();
+    private long finished;  // syncs acknowledged or failed; guarded by progress
+
+    /**
+     * With {@code background} false no thread is started: the caller emits delayed syncs with
+     * {@link #flushPending()} and writes with {@link #sendQueued()} (tests do).
+     */
+    OffsetSyncWriter(Producer<byte[], byte[]> producer, String topic, long offsetLagMax, long flushMs, Stats stats,
+                     boolean background) {
+        this.producer = producer;
+        this.topic = topic;
+        this.offsetLagMax = offsetLagMax;
+        this.flushMs = flushMs;
+        this.stats = stats;
+        if (background) {
+            thread = new Thread(this::run, "mirrord-offset-syncs-" + topic);
+            thread.setDaemon(true);
+            thread.start();
+        } else {
+            thread = null;
+        }
+    }
+
+    /** The rules' state of {@code source}, made on first use; callers keep it to skip the lookup per record. */
+    synchronized PartitionState state(TopicPartition source) {
+        return states.computeIfAbsent(source, s -> new PartitionState(s, offsetLagMax));
+    }
+
+    /** The record at {@code upstream} in {@code source} was written at {@code downstream} in the target. */
+    void acked(TopicPartition source, long upstream, long downstream) {
+        acked(state(source), upstream, downstream);
+    }
+
+    synchronized void acked(PartitionState state, long upstream, long downstream) {
+        Sync first = state.update(upstream, downstream);
+        if (first != null) {
+            enqueue(first);
+            Sync second = state.takeEmitted();
+            if (second != null) {
+                enqueue(second);
+            }
+        }
+    }
+
+    /** Forgets a partition's run and drops its delayed sync: its next record starts afresh. */
+    synchronized void reset(PartitionState state) {
+        state.reset();
+    }
+
+    /** Emits every delayed sync. */
+    synchronized void flushPending() {
+        for (PartitionState state : states.values()) {
+            Sync sync = state.takePending();
+            if (sync != null) {
+                enqueue(sync);
+            }
+        }
+    }
+
+    /** Writes the emitted syncs, oldest first, without waiting for their acknowledgement; returns how many. */
+    int sendQueued() {
+        int sent = 0;
+        for (Sync sync = outbox.poll(); sync != null; sync = outbox.poll()) {
+            send(sync);
+            sent++;
+        }
+        return sent;
+    }
+
+    /**
+     * Emits the delayed syncs and waits at most {@code timeout} until every sync emitted so far has been
+     * acknowledged or has failed; false if time ran out. The writing stays with the writer's thread, so
+     * syncs are still written in the order they were emitted.
+     */
+    boolean flush(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long target;
+        synchronized (this) {
+            flushPending();
+            target = emitted;
+        }
+        if (thread == null) {
+            sendQueued();
+        }
+        synchronized (progress) {
+            try {
+                while (finished < target) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(progress, left);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(5));
+    }
+
+    /** Emits the delayed syncs and writes what is left, waiting at most about {@code timeout} twice. */
+    void close(Duration timeout) {
+        if (thread != null) {
+            thread.interrupt();
+            try {
+                thread.join(timeout.toMillis());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (thread == null || !thread.isAlive()) {
+            flushPending();
+            sendQueued();
+        } else {
+            log.warn("offset-sync writer for {} still busy after {} ms; {} offset syncs not written",
+                    topic, timeout.toMillis(), outbox.size());
+        }
+        producer.close(timeout);
+    }
+
+    private void run() {
+        long flushNanos = TimeUnit.MILLISECONDS.toNanos(flushMs);
+        long nextFlush = System.nanoTime() + flushNanos;
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                Sync sync = outbox.poll(Math.max(0, nextFlush - System.nanoTime()), TimeUnit.NANOSECONDS);
+                if (sync != null) {
+                    send(sync);
+                    // the syncs emitted meanwhile, as one batch: a wake-up per sync (thousands a second in a
+                    // backfill) took the cores from the records' threads
+                    TimeUnit.MILLISECONDS.sleep(BATCH_MS);
+                    sendQueued();
+                }
+                if (System.nanoTime() - nextFlush >= 0) {
+                    flushPending();
+                    sendQueued();
+                    nextFlush = System.nanoTime() + flushNanos;
+                }
+            }
+        } catch (InterruptedException e) {
+            // close() stops the thread
+        }
+    }
+
+    private void enqueue(Sync sync) {
+        if (outbox.offer(sync)) {
+            emitted++;
+        } else {
+            failed(new IllegalStateException(OUTBOX_CAPACITY + " offset syncs already waiting to be written"));
+        }
+    }
+
+    private void send(Sync sync) {
+        try {
+            producer.send(sync.toRecord(topic), (metadata, e) -> {
+                if (e == null) {
+                    stats.addSync();
+                } else {
+                    failed(e);
+                }
+                finished();
+            });
+        } catch (RuntimeException e) {
+            failed(e);
+            finished();
+        }
+    }
+
+    private void finished() {
+        synchronized (progress) {
+            finished++;
+            progress.notifyAll();
+        }
+    }
+
+    private void failed(Exception e) {
+        stats.addSyncError();
+        long dropped = warnings.admit();
+        if (dropped >= 0) {
+            log.warn("cannot write an offset sync to {}{}: {}", topic,
+                    dropped > 0 ? " (and " + dropped + " more since the last warning)" : "", e.toString());
+        }
+    }
+
+    /** One offset sync: {@code upstream} in {@code source} is {@code downstream} in the target. */
+    record Sync(TopicPartition source, long upstream, long downstream, long runStart) {
+        /** MirrorMaker 2's {@code OffsetSync}, with the run start as a header, for partition 0 of {@code syncTopic}. */
+        ProducerRecord<byte[], byte[]> toRecord(String syncTopic) {
+            RecordHeaders headers = new RecordHeaders();
+            headers.add(RUN_START_HEADER, ByteBuffer.allocate(Long.BYTES).putLong(runStart).array());
+            return new ProducerRecord<>(syncTopic, 0, null, key(), value(), headers);
+        }
+
+        /** Kafka protocol STRING topic (INT16 length, UTF-8), INT32 partition. */
+        byte[] key() {
+            byte[] name = source.topic().getBytes(StandardCharsets.UTF_8);
+            return ByteBuffer.allocate(Short.BYTES + name.length + Integer.BYTES)
+                    .putShort((short) name.length).put(name).putInt(source.partition()).array();
+        }
+
+        /** INT64 upstream offset, INT64 downstream offset. */
+        byte[] value() {
+            return ByteBuffer.allocate(2 * Long.BYTES).putLong(upstream).putLong(downstream).array();
+        }
+    }
+
+    /** The rules for one source partition; no I/O, no locking (the writer locks). No allocation per record
+     * but for the syncs it emits: it runs once per acknowledged record, on the producer's I/O thread. */
+    static final class PartitionState {
+        private final TopicPartition source;
+        private final long offsetLagMax;
+        private boolean started;
+        private long previousUpstream;
+        private long previousDownstream;
+        private long runStart;
+        private long lastSyncedDownstream;
+        private boolean pending;  // the previous record is a delayed sync
+        private Sync second;  // a second sync emitted by the last update, for takeEmitted()
+
+        PartitionState(TopicPartition source, long offsetLagMax) {
+            this.source = source;
+            this.offsetLagMax = offsetLagMax;
+        }
+
+        /** The first sync to emit now, or null; a second one, if any, from {@link #takeEmitted()}. */
+        Sync update(long upstream, long downstream) {
+            Sync first = null;
+            second = null;
+            if (!started || upstream != previousUpstream + 1 || downstream != previousDownstream + 1) {
+                Sync now = new Sync(source, upstream, downstream, upstream);
+                if (pending) {
+                    first = new Sync(source, previousUpstream, previousDownstream, runStart);  // the previous run's end
+                    second = now;
+                } else {
+                    first = now;
+                }
+                pending = false;
+                runStart = upstream;
+                started = true;
+            } else if (downstream - (lastSyncedDownstream + 1) >= offsetLagMax) {
+                pending = false;
+                first = new Sync(source, upstream, downstream, runStart);
+            } else {
+                pending = true;
+            }
+            previousUpstream = upstream;
+            previousDownstream = downstream;
+            if (first != null) {
+                lastSyncedDownstream = downstream;
+            }
+            return first;
+        }
+
+        Sync takeEmitted() {
+            Sync sync = second;
+            second = null;
+            return sync;
+        }
+
+        /** The delayed sync, now emitted, or null. */
+        Sync takePending() {
+            if (!pending) {
+                return null;
+            }
+            pending = false;
+            lastSyncedDownstream = previousDownstream;
+            return new Sync(source, previousUpstream, previousDownstream, runStart);
+        }
+
+        void reset() {
+            started = false;
+            pending = false;
+            second = null;
+        }
+    }
+}

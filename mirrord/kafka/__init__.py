@@ -1,0 +1,1 @@
+"""Kafka administration: topics, configs, offsets and groups through confluent-kafka, and its logging."""

@@ -1,0 +1,116 @@
+"""One streaming query's life on this host: its mode, where it resumes, its health, its stop.
+
+The daemon owns at most one `Query` at a time. Starting one creates the target topics it will write,
+picks the trigger mode (modes.py) and the resume point (resume.py), and starts Spark's query. Health
+is mode-specific: a micro-batch may run at most `stall.timeout.ms`; a real-time batch ends on the
+clock, so one whose end has not come `stall.timeout.ms` after it was due is stuck. Stopping copies
+nothing twice: a micro-batch query stops between two batches; a real-time query stops at once, its
+producers deliver what they buffered, and the positions the target acknowledged are committed to the
+source group, which the next start resumes from.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from mirrord.kafka import admin
+from mirrord.positions import Positions
+from mirrord.settings.flow import Flow
+from mirrord.spark import resume
+from mirrord.spark.modes import Mode
+from mirrord.spark.pipeline import Pipeline
+from mirrord.spark.session import failure, in_flight, jvm_totals, quiet_task_aborts, stop_between_batches
+
+log = logging.getLogger(__name__)
+DRAIN_POLL = 0.05
+
+
+class TargetTopics:
+    """Creates each source topic's copy in the target (same partition count; with topic config sync, the
+    source topic's own configs) before its records can be written, and adds partitions as the source
+    grows. The target is asked only about topics not yet seen."""
+
+    def __init__(self, flow: Flow, source: admin.Cluster, target: admin.Cluster,
+                 on_refused: Callable[[str], None] = lambda _topic: None):
+        self.flow = flow
+        self.source = source
+        self.target = target
+        self.on_refused = on_refused
+        self._ready: dict[str, int] = {}  # source topic → partitions known to exist in the target
+
+    def ensure(self, wanted: dict[str, int]) -> None:
+        new = {t: n for t, n in wanted.items() if self._ready.get(t, 0) < n}
+        if new:
+            admin.ensure_topics(new, self.target, self.flow.policy,
+                                self.source if self.flow.settings.sync_topic_configs else None, self.on_refused)
+            self._ready.update(new)
+
+
+class Query:
+    def __init__(self, spark, flow: Flow, mode: Mode, positions: Positions):
+        self.spark = spark
+        self.flow = flow
+        self.mode = mode
+        self.positions = positions
+        self.handle = None  # pyspark's StreamingQuery
+        self._last_progress = 0.0
+        self._trigger_since: float | None = None
+
+    def start(self, source: admin.Cluster, topics: dict[str, int]) -> resume.Resume:
+        """Starts the query; returns where it started (resume.resume)."""
+        where = resume.resume(self.flow.settings, self.flow.source_options.starting, source, topics)
+        self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode)
+        self._last_progress = time.monotonic()
+        return where
+
+    @property
+    def run_id(self) -> str:
+        return str(self.handle.runId)
+
+    def progressed(self) -> None:
+        """A batch ended (Spark's listener thread)."""
+        self._last_progress = time.monotonic()
+
+    def failure(self) -> tuple[str, str] | None:
+        return failure(self.handle)
+
+    def rate(self) -> float:
+        progress = self.handle.lastProgress or {}
+        return float(progress.get("processedRowsPerSecond") or 0.0)
+
+    def running_for(self, now: float) -> float:
+        """How long the work in flight has gone on past its due: a micro-batch's whole run; a real-time
+        batch's time past its `checkpoint.interval.ms`."""
+        if self.mode.real_time:
+            due = self.flow.settings.checkpoint_interval_ms / 1e3
+            return max(0.0, now - self._last_progress - due)
+        if self.handle.status.get("isTriggerActive"):
+            self._trigger_since = self._trigger_since or now
+        else:
+            self._trigger_since = None
+        return 0.0 if self._trigger_since is None else now - self._trigger_since
+
+    def stop(self, grace: float) -> bool:
+        """Stop without copying anything twice if the batch in flight (micro-batch) or the records the
+        producers buffered (real-time) are acknowledged within `grace` seconds; True when so. Either way the
+        positions acknowledged so far are committed to the source group."""
+        if self.mode.real_time:
+            with quiet_task_aborts(self.spark):
+                self.handle.stop()
+                deadline = time.monotonic() + grace
+                while in_flight(self.spark) and time.monotonic() < deadline:
+                    time.sleep(DRAIN_POLL)
+            clean = in_flight(self.spark) == 0
+        else:
+            clean = stop_between_batches(self.spark, self.handle, grace)
+            if clean:  # the last batch's progress event may never be delivered now
+                self.positions.commit(resume.checkpoint_offsets(self.flow.settings))
+        totals = jvm_totals(self.spark)
+        self.positions.on_acked(totals.get("positions", {}), _records(totals))
+        return clean
+
+
+def _records(totals: dict) -> int:
+    return sum(int(t.get("records", 0)) for t in totals.get("topics", {}).values())

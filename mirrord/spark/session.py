@@ -1,0 +1,270 @@
+"""Spark's side of mirrord: the JVM, the SparkSession and what mirrord asks of them.
+
+One SparkSession per process, kept across query restarts and reloads, in a JVM of its own process
+group (signals are mirrord's). mirrord's jar (jvm/) rides along: the envelope UDF, the producer
+interceptor and a Spark plugin that brings the interceptors' counts and acknowledged positions from
+every executor to the driver, where `jvm_totals` reads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from mirrord.errors import ConfigError, MirrordError
+from mirrord.settings.config import Settings
+from mirrord.settings.redact import SECRET_KEY, redact
+
+log = logging.getLogger(__name__)
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mirrord/, which holds log4j2.properties
+
+
+JVM_JAR = "mirrord-jvm"
+ENVELOPE_UDF = ("mirrord_envelope", "io.mirrord.sink.EnvelopeUdf")
+PLUGIN = "io.mirrord.metrics.MirrordPlugin"
+# The JVM options mirrord sets (its log4j2 configuration) and a [spark] section adds to.
+JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+
+
+def connector_jars() -> list[str]:
+    """Spark's Kafka connector jars and mirrord's own (the interceptor, the envelope UDF, the metrics
+    plugin): $MIRRORD_SPARK_JARS, the installed share dir, or the source tree's cache."""
+    env = os.environ.get("MIRRORD_SPARK_JARS")
+    candidates = [Path(env)] if env else [Path(sys.prefix) / "share" / "mirrord" / "jars",
+                                          PACKAGE_DIR.parent / ".cache" / "jars" / "spark"]
+    for folder in candidates:
+        jars = sorted(str(p) for p in folder.glob("*.jar"))
+        if any("spark-sql-kafka" in j for j in jars) and any(JVM_JAR in j for j in jars):
+            return jars
+    where = "MIRRORD_SPARK_JARS" if env else "spark connector jars"
+    raise ConfigError(None, where, f"Spark's Kafka connector and {JVM_JAR}.jar not found in "
+                                   f"{', '.join(map(str, candidates))} (a source tree needs `make jars`)")
+
+
+def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
+    """The SparkSession's settings: mirrord's, the [spark] section's, and what mirrord adds to both.
+
+    The [spark] section's JVM options come after mirrord's own (its log4j2 configuration) instead of
+    replacing them, as its plugins come after mirrord's plugin."""
+    log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
+    user = dict(settings.spark_conf)
+    plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
+    java = {key: " ".join(o for o in (log4j, user.pop(key, "").strip()) if o) for key in JAVA_OPTIONS}
+    own_regex = user.pop("spark.redaction.regex", "")
+    return {
+        "spark.jars": ",".join(jars),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(settings.num_streams or os.cpu_count() or 1),
+        "spark.sql.session.timeZone": "UTC",
+        **java,
+        "spark.sql.streaming.noDataProgressEventInterval": "5000",
+        "spark.sql.adaptive.enabled": "false",  # streaming queries never use it; each start would warn
+        **user,
+        "spark.plugins": plugins,
+        # Spark's default misses kafka.sasl.jaas.config: mirrord's secret keys, and the operator's own regex
+        "spark.redaction.regex": SECRET_KEY.pattern + (f"|(?:{own_regex})" if own_regex else ""),
+    }
+
+
+def spark_session(settings: Settings, master: str):
+    """One SparkSession per process, kept across query restarts and reloads, on `master` (the configured
+    one, or the `local[N]` mirrord sized)."""
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the driver's own; executors run no Python
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import BinaryType
+
+    conf = SparkConf().setMaster(master).setAppName(f"mirrord-{settings.flow}")
+    conf.setAll(spark_conf(settings, connector_jars()).items())
+    try:
+        _launch_jvm(conf)
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
+        spark.udf.registerJavaFunction(*ENVELOPE_UDF, BinaryType())
+        spark._jvm.io.mirrord.sink.DroppedUdf.register(spark._jsparkSession)
+    except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
+        first = redact(str(exc).splitlines()[0])
+        raise MirrordError(f"cannot start Spark ({master}): {first}") from None
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _launch_jvm(conf) -> None:
+    """Spark's JVM in a session of its own: a SIGTERM or Ctrl-C meant for mirrord (systemd, or a
+    terminal signalling the whole process group) reaches mirrord only, which then stops the query
+    between batches and lets the JVM exit; the JVM still exits by itself if mirrord dies (its stdin
+    closes)."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is None:
+        SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+
+
+def stop_between_batches(spark, query, timeout: float) -> bool:
+    """Stop the query once the batch in flight has committed (io.mirrord.query.QueryStopper), or after
+    `timeout` seconds anyway; True when it stopped between batches (nothing will be copied twice)."""
+    return bool(spark._jvm.io.mirrord.query.QueryStopper.stopBetweenBatches(query._jsq, int(timeout * 1000)))
+
+
+# What Spark logs, as errors, when a real-time query is stopped: its long tasks are interrupted mid-write.
+TASK_ABORTS_SETTLE = 3.0
+TASK_ABORT_LOGGERS = ("org.apache.spark.sql.execution.datasources.v2", "org.apache.spark.util.Utils",
+                      "org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.scheduler.DAGScheduler")
+
+
+@contextlib.contextmanager
+def quiet_task_aborts(spark):
+    """Spark's own error lines for the tasks a stop interrupts, silenced while mirrord stops a query (what
+    they sent is accounted for by the target's acknowledgements, not lost)."""
+    levels = spark._jvm.org.apache.logging.log4j.Level
+    configurator = spark._jvm.org.apache.logging.log4j.core.config.Configurator
+    for name in TASK_ABORT_LOGGERS:
+        configurator.setLevel(name, levels.OFF)
+    def restore() -> None:
+        for name in TASK_ABORT_LOGGERS:
+            configurator.setLevel(name, levels.WARN)
+    try:
+        yield
+    finally:  # the killed tasks report in from the executor's threads a moment after the stop returns
+        timer = threading.Timer(TASK_ABORTS_SETTLE, restore)
+        timer.daemon = True
+        timer.start()
+
+
+def renew_lease(spark, valid_for_ms: int) -> bool:
+    """This host may send for `valid_for_ms` more (io.mirrord.fencing.Fence); past it the JVM fences itself. False
+    when the lease had lapsed already: it stays lapsed, and the JVM halts."""
+    return bool(spark._jvm.io.mirrord.fencing.Fence.renew(valid_for_ms))
+
+
+def release_lease(spark) -> None:
+    spark._jvm.io.mirrord.fencing.Fence.release()
+
+
+def revoke_lease(spark) -> None:
+    """Fence now: every record refused, and the JVM halted within 50 ms with what its producers buffered."""
+    spark._jvm.io.mirrord.fencing.Fence.revoke()
+
+
+def jvm_totals(spark) -> dict:
+    """Records, bytes and replication latency counted by the interceptors on every executor, and the
+    acknowledged position of every source partition, as the metrics plugin gathered them on the driver
+    (cumulative since the session started; this JVM's own executor's counts included up to now)."""
+    return json.loads(spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson())
+
+
+def in_flight(spark) -> int:
+    """Records this JVM's producers sent and the target has not yet acknowledged (or failed): after a
+    query stopped, its cached producers still deliver what they buffered. Executors of a Spark cluster
+    are other JVMs: there, nothing is known (0)."""
+    return int(spark._jvm.io.mirrord.sink.MirrorInterceptor.inFlight())
+
+
+def default_parallelism(spark) -> int:
+    """Task slots of the session's master (for a cluster: the cores of the executors registered)."""
+    return int(spark.sparkContext.defaultParallelism)
+
+
+KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"  # every Kafka client error extends it
+OUT_OF_RANGE = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
+
+
+def failure(query) -> tuple[str, str] | None:
+    """Why a stopped query stopped, as (kind, one line): kind "deleted" when the source deleted records
+    before a real-time task read them (its reader does not skip them, as micro-batch's does), "delivery"
+    when a cause is another Kafka client exception (the target refused or timed out records), else
+    "query"; None while it runs."""
+    from py4j.java_gateway import is_instance_of
+    from pyspark import SparkContext
+
+    if query.isActive:
+        return None
+    java = query._jsq.exception()
+    if java.isEmpty():
+        return "query", "query stopped"
+    cause = java.get()
+    kind = "query"
+    while cause is not None:
+        if is_instance_of(SparkContext._gateway, cause, OUT_OF_RANGE):
+            kind = "deleted"
+        elif kind == "query" and is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
+            kind = "delivery"
+        root, cause = cause, cause.getCause()
+        if cause is not None and cause.equals(root):
+            break
+    return kind, redact(str(root.toString()).splitlines()[0][:500])
+
+
+def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:
+    """Call `on_progress(StreamingQueryProgress)` after every trigger of every query in the session:
+    the progress holds each batch's planned source offsets, which foreachBatch does not see."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class ProgressListener(StreamingQueryListener):
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            on_progress(event.progress)
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    spark.streams.addListener(ProgressListener())
+
+
+def jvm_exit_status() -> int | None:
+    """The exit status of Spark's JVM if it has exited (75: it fenced itself, io.mirrord.fencing.Fence), else None."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return None if proc is None else proc.poll()
+
+
+def wait_jvm_exit(timeout: float = 30.0) -> None:
+    """Close the py4j gateway and let the JVM run its shutdown hooks and exit by itself, so that
+    systemd (KillMode=mixed) finds nothing left to SIGKILL."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+        if proc is not None:
+            proc.stdin.close()  # the JVM exits when its stdin closes
+            proc.wait(timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - shutting down anyway; systemd kills what is left
+        log.warning("Spark's JVM did not exit by itself: %s", exc)
+
+
+def one_line(text: str) -> str:
+    """The informative line of a Spark/Python exception dump (the mirrord error if there is one)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "mirrord.errors." in line:
+            return line.split("mirrord.errors.", 1)[1]
+    return lines[0][:500] if lines else "unknown error"
+
+
+def spark_version() -> str:
+    try:
+        import pyspark
+
+        return pyspark.__version__
+    except ImportError:
+        return ""

@@ -1,0 +1,21 @@
+"""The one human line of STATUS= (and of the journal every 10 s): what mirrord is doing, plainly."""
+
+from __future__ import annotations
+
+from mirrord.positions import Positions
+from mirrord.spark.modes import Mode
+
+
+def status_line(positions: Positions, rate: float, mode: Mode | None, away: list[str], standby_of: str | None) -> str:
+    """`away`: the clusters that do not answer; `standby_of`: the flow another host mirrors, on a standby."""
+    p = positions
+    lag = "?" if p.lag is None else p.lag
+    topics = "?" if p.topics is None else p.topics
+    lost = f", {p.lost} records lost (deleted before read)" if p.lost else ""
+    running = f", {mode.name} mode" if mode is not None else ""
+    line = f"{p.mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{running}{lost}"
+    if away:
+        return f"waiting: {'; '.join(away)}; {line}"
+    if standby_of is not None:
+        return f"standby: another host mirrors flow {standby_of}; {line}"
+    return line
