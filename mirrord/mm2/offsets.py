@@ -9,7 +9,8 @@ which, up to this sync, source and target offsets advanced together one for one.
 Translation: where a sync's run covers the group's offset, it is exact; elsewhere MirrorMaker 2's
 rule after KAFKA-12468 applies (the newest sync at or below the group's offset: exactly at it → its
 target offset, above it → target offset + 1; never extrapolate), so a translated consumer may
-re-read but never skips.
+re-read but never skips a copy the syncs read show. What compaction of the topic can hide from it, and
+why no rule reading the topic can see it: docs/decisions.md §7.
 """
 
 from __future__ import annotations
@@ -53,52 +54,97 @@ def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]]
 
 
 def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
-    """Target offset for a source group offset, or None when no sync is at or below it.
+    """Target offset for a source group offset, or None when no sync's run begins at or below it.
 
-    Never ahead: every record at or after the group's offset that a sync shows copied has a copy at or
-    after the answer. So the answer is the lowest of: the position of the group's offset in every run
-    that covers it, and the first position of every run entirely above it (several writers, a replay, a
-    late writer's records, a recreated target topic: each run is a copy, and the group must not pass
-    any of them); where no run covers the group's offset, MirrorMaker 2's rule (KAFKA-12468) for the
-    newest sync below it, its target offset + 1, never extrapolated. With one writer copying one for one
-    (a contiguous run), the lowest is its own position: exact.
+    Never ahead of any copy the syncs show (docs/decisions.md §7): every record at or after the group's
+    offset that a sync shows copied has a copy at or after the answer. So the answer is the lowest of: the
+    position of the group's offset in every run that covers it, and the first position of every run entirely
+    above it (several writers, a replay, a late writer's records, a recreated target topic: each run is a
+    copy, and the group must not pass any of them); where no run covers the group's offset, MirrorMaker 2's
+    rule (KAFKA-12468) for the newest sync below it, its target offset + 1, never extrapolated. With one
+    writer copying one for one (a contiguous run), the lowest is its own position: exact.
     """
-    syncs = list(syncs)
-    if not any(s.upstream <= group_offset for s in syncs):
+    lowest: int | None = None  # of the candidates
+    below: OffsetSync | None = None  # the newest sync below the group's offset
+    begun = covered = False
+    for s in syncs:
+        first = s.first
+        if first <= group_offset:
+            begun = True
+        if s.upstream >= group_offset:
+            candidate = s.downstream - (s.upstream - max(group_offset, first))
+            lowest = candidate if lowest is None else min(lowest, candidate)
+            covered = covered or first <= group_offset
+        elif below is None or s.upstream > below.upstream:
+            below = s
+    if not begun:
         return None
-    candidates = [s.downstream - (s.upstream - max(group_offset, s.first)) for s in syncs
-                  if s.upstream >= group_offset]
-    covered = any(s.first <= group_offset <= s.upstream for s in syncs)
     if not covered:
-        best = max((s for s in syncs if s.upstream <= group_offset), key=lambda s: s.upstream)
-        candidates.append(best.downstream if group_offset == best.upstream else best.downstream + 1)
-    return min(candidates)
+        plus_one = below.downstream + 1  # MirrorMaker 2's rule: past the newest sync below, never extrapolated
+        lowest = plus_one if lowest is None else min(lowest, plus_one)
+    return lowest
+
+
+def _run(sync: OffsetSync) -> tuple[int, int]:
+    """A run's identity: its first source offset and where that record is in the target. Two syncs of one
+    run agree on every offset both show, and the one further along shows more."""
+    return sync.first, sync.downstream - (sync.upstream - sync.first)
+
+
+def _merged(lower: OffsetSync, upper: OffsetSync) -> OffsetSync:
+    """One sync in place of two neighbours (by source offset), never giving a higher answer than they did:
+    at the upper one's source offset, the lowest first position of the two runs, as a run of one record.
+    Every group at or below its source offset gets an answer at or below both runs' first positions, which
+    is at or below what either run gave; a group it no longer covers gets MirrorMaker 2's + 1 or none."""
+    lowest = min(_run(lower)[1], _run(upper)[1])
+    return OffsetSync(upper.topic, upper.partition, upper.upstream, lowest, upper.upstream)
 
 
 def _least_needed(syncs: list[OffsetSync]) -> int:
-    """The sync whose removal leaves the smallest gap relative to its age: recent syncs stay dense and
-    old ones thin out roughly exponentially but stay covered (as MirrorMaker 2's store since
-    KAFKA-14666), so a group far behind still translates, only less tightly. The oldest and the
-    newest are always kept."""
+    """The sync to merge into its upper neighbour: the one whose loss leaves the smallest gap relative to
+    its age, so that recent syncs stay dense and old ones thin out roughly exponentially but stay covered
+    (as MirrorMaker 2's store since KAFKA-14666), and a group far behind still translates, only less
+    tightly. The oldest sync and the newest two are kept as they are."""
     newest = syncs[-1].upstream
-    return min(range(1, len(syncs) - 1),
+    return min(range(1, len(syncs) - 3),
                key=lambda i: ((syncs[i + 1].upstream - syncs[i - 1].upstream) / (newest - syncs[i].upstream + 1), i))
 
 
 class OffsetSyncStore:
-    """Recent syncs per partition, by source offset. A sync below a later one is kept, not dropped: it may be
-    another writer's (a host that took over, a late one), whose copies translation must not pass."""
+    """Recent syncs per partition, by source offset, at most `max_syncs` (64) each (docs/decisions.md §7).
 
-    def __init__(self) -> None:
-        self._syncs: dict[tuple[str, int], list[OffsetSync]] = {}
+    A sync below a later one is kept, not dropped: it may be another writer's (a host that took over, a late
+    one), whose copies translation must not pass. Of one run (its `mirrord.run.start` header) only the sync
+    furthest along is kept: it shows all the others show. Beyond the limit, two neighbouring syncs become one
+    that never answers higher than they did (`_merged`), so thinning never lets translation pass a copy the
+    syncs read showed, whichever writer wrote them; only a group in an old run loses exactness."""
+
+    def __init__(self, max_syncs: int = MAX_SYNCS_PER_PARTITION) -> None:
+        self._max = max(4, max_syncs)  # the oldest, the newest two, and a pair to merge
+        self._syncs: dict[tuple[str, int], list[OffsetSync]] = {}  # by source offset
+        self._runs: dict[tuple[str, int], dict[tuple[int, int], OffsetSync]] = {}  # the same syncs, by run
 
     def add(self, sync: OffsetSync) -> None:
-        syncs = self._syncs.setdefault((sync.topic, sync.partition), [])
-        if sync in syncs:
-            return
+        tp = (sync.topic, sync.partition)
+        syncs, runs = self._syncs.setdefault(tp, []), self._runs.setdefault(tp, {})
+        self._insert(syncs, runs, sync)
+        while len(syncs) > self._max:
+            i = _least_needed(syncs)
+            lower, upper = syncs[i], syncs[i + 1]
+            del syncs[i:i + 2]
+            del runs[_run(lower)], runs[_run(upper)]
+            self._insert(syncs, runs, _merged(lower, upper))
+
+    @staticmethod
+    def _insert(syncs: list[OffsetSync], runs: dict[tuple[int, int], OffsetSync], sync: OffsetSync) -> None:
+        run = _run(sync)
+        held = runs.get(run)
+        if held is not None:
+            if held.upstream >= sync.upstream:
+                return  # shown already
+            syncs.remove(held)
+        runs[run] = sync
         bisect.insort(syncs, sync, key=lambda s: s.upstream)
-        if len(syncs) > MAX_SYNCS_PER_PARTITION:
-            del syncs[_least_needed(syncs)]
 
     def syncs(self, topic: str, partition: int) -> list[OffsetSync]:
         return list(self._syncs.get((topic, partition), ()))

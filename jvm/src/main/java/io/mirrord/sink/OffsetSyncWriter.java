@@ -92,8 +92,16 @@ final class OffsetSyncWriter implements AutoCloseable {
         }
     }
 
-    /** Forgets a partition's run and drops its delayed sync: its next record starts afresh. */
+    /**
+     * Ends a partition's run: its delayed sync is emitted (the records it shows were acknowledged: without
+     * it no sync would show them, and translation could pass them; docs/decisions.md §7), and its next
+     * record starts afresh.
+     */
     synchronized void reset(PartitionState state) {
+        Sync last = state.takePending();
+        if (last != null) {
+            enqueue(last);
+        }
         state.reset();
     }
 
@@ -115,6 +123,13 @@ final class OffsetSyncWriter implements AutoCloseable {
             sent++;
         }
         return sent;
+    }
+
+    /** Takes the emitted syncs, oldest first, instead of writing them ({@link OffsetSyncReplay}). */
+    List<Sync> takeQueued() {
+        List<Sync> taken = new ArrayList<>();
+        outbox.drainTo(taken);
+        return taken;
     }
 
     /**

@@ -195,17 +195,17 @@ public class MirrorInterceptorTest {
         }
         acked(interceptor, 0, 0);
         acked(interceptor, 0, 1);   // pending 1→1
-        failed(interceptor, 0);     // record 2: pending dropped, partition broken
+        failed(interceptor, 0);     // record 2: pending 1→1 emitted (docs/decisions.md §7), partition broken
         acked(interceptor, 0, 2);   // record 3
         acked(interceptor, 0, 3);   // record 4
         interceptor.writer().flushPending();
-        assertEquals(List.of("orders:0 0→0 run 0"), syncs(interceptor));
+        assertEquals(List.of("orders:0 0→0 run 0", "orders:0 1→1 run 0"), syncs(interceptor));
         sent(interceptor, 0, 6);
         acked(interceptor, 0, 4);   // record 5
         acked(interceptor, 0, 5);   // record 6: still broken when popped
         sent(interceptor, 0, 7);    // sent after the partition drained
         acked(interceptor, 0, 6);
-        assertEquals(List.of("orders:0 0→0 run 0", "orders:0 7→6 run 7"), syncs(interceptor));
+        assertEquals(List.of("orders:0 0→0 run 0", "orders:0 1→1 run 0", "orders:0 7→6 run 7"), syncs(interceptor));
     }
 
     @Test

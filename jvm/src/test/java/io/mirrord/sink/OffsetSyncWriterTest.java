@@ -152,13 +152,15 @@ public class OffsetSyncWriterTest {
     }
 
     @Test
-    void resetDropsThePendingSyncAndTheNextRecordStartsAfresh() {
+    void resetEmitsThePendingSyncAndTheNextRecordStartsAfresh() {
         OffsetSyncWriter writer = writer(100);
         ackRun(writer, ORDERS, 0, 0, 3);
-        writer.reset(writer.state(ORDERS));
+        writer.reset(writer.state(ORDERS));  // 1 and 2 were acknowledged: a sync must show them
         writer.flushPending();
+        writer.reset(writer.state(ORDERS));  // nothing pending: nothing more
         writer.acked(ORDERS, 3, 3);  // contiguous, but the run was forgotten
-        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 3→3 run 3"), written(writer, producer));
+        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0", "orders:3 3→3 run 3"),
+                written(writer, producer));
     }
 
     @Test
