@@ -69,6 +69,8 @@ distclean: clean
 
 # Debian packages the system-level tests need (systemd-nspawn, Prometheus, packaging tools).
 SYSTEM_DEPS ?=
+# tests/faults/test_partition.py: a network namespace of the test's own (unshare, nsenter, ip)
+SYSTEM_DEPS += util-linux iproute2
 system-deps:
 	@missing=""; for p in $(SYSTEM_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -1,10 +1,10 @@
 """What the target acknowledged, brought from the JVM every half second: counts and positions.
 
-mirrord's interceptors count records, bytes and latency per target topic, and per source partition the
-offset after the last record the target acknowledged with every record before it; the metrics plugin
-gathers them on the driver. Every second they become the Prometheus counters, the acknowledged rate
-in STATUS, and the positions committed to the source group (positions.Positions); every few seconds
-the lag behind the source's end is measured too.
+mirrord's interceptors count records, bytes and latency per target topic; the metrics plugin gathers
+them on the driver, where the positions' owner (io.mirrord.positions.Positions) also holds each source
+partition's acknowledged position and commits it to the source group itself. Every half second the
+counts become the Prometheus counters and the acknowledged rate in STATUS, and the positions are read
+for lag and STATUS (positions.Positions); every few seconds the lag behind the source's end is measured.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from mirrord.metrics import Metrics
 from mirrord.positions import Positions
-from mirrord.spark.session import jvm_totals
+from mirrord.spark.session import jvm_positions, jvm_totals
 
 log = logging.getLogger(__name__)
 EVERY = 0.5  # the target's acknowledgements become the group's offsets within this
@@ -25,12 +25,11 @@ LAG_EVERY = 5.0
 
 class Acknowledgements:
     def __init__(self, spark, positions: Positions, metrics: Metrics, target_prefix: Callable[[], str],
-                 mirroring: Callable[[], bool], topics: Callable[[], dict[str, int]], source_up: Callable[[], bool]):
+                 topics: Callable[[], dict[str, int]], source_up: Callable[[], bool]):
         self.spark = spark
         self.positions = positions
         self.metrics = metrics
         self.target_prefix = target_prefix  # the replication policy's, which a reload may change
-        self.mirroring = mirroring  # a query runs (between queries a stop commits its own; standbys have none)
         self.topics = topics
         self.source_up = source_up
         self.rate = 0.0
@@ -58,12 +57,12 @@ class Acknowledgements:
                 self.metrics.error("lag")
                 log.debug("lag check failed: %s", exc)
 
-    def read(self, commit: bool = False) -> int | None:
+    def read(self) -> int | None:
         """Counts and positions from the JVM (per target topic, reported under the source topic's name, as
-        lag is); the records acknowledged in all, or None when the JVM does not answer. The positions are
-        committed while a query runs, or when `commit` (a query about to start after one that failed)."""
+        lag is); the records acknowledged in all, or None when the JVM does not answer."""
         try:
             totals = jvm_totals(self.spark)
+            positions = jvm_positions(self.spark)
         except Exception as exc:  # noqa: BLE001 - the JVM is restarting or gone: the supervisor sees it
             log.debug("cannot read the interceptors' counts: %s", exc)
             return None
@@ -72,6 +71,5 @@ class Acknowledgements:
         self.metrics.set_totals({t.removeprefix(prefix): v for t, v in topics.items()}, totals.get("latency", {}))
         self.metrics.set_filtered(totals.get("filtered", {}))
         records = sum(int(t.get("records", 0)) for t in topics.values())
-        if commit or self.mirroring():
-            self.positions.on_acked(totals.get("positions", {}), records)
+        self.positions.update(positions, records)
         return records

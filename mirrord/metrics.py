@@ -109,6 +109,9 @@ class Metrics:
                         "answer", ["flow"], registry=r)
         self.mode = Gauge("mirrord_mode", "1 for the trigger mode the streaming query runs in (real-time or "
                           "micro-batch), 0 for the other", ["flow", "mode"], registry=r)
+        self.state = Gauge("mirrord_state", "1 for the supervisor's state (starting, waiting, standby, mirroring, "
+                           "outage, retrying, stopping, fenced, failed: docs/decisions.md §11), 0 for the others",
+                           ["flow", "state"], registry=r)
         self.build = Gauge("mirrord_build_info", "Build information", ["version", "spark_version"], registry=r)
         self.build.labels(__version__, spark_version).set(1)
         self.up.labels(flow).set(0)

@@ -1,14 +1,12 @@
-"""Where the flow stands in the source: the mirrored position of every partition, its commit to the
-consumer group on the source, the lag behind the source's end, and records deleted before mirrord
-could read them.
+"""Where the flow stands in the source, as the supervisor sees it: the mirrored position of every
+partition, the lag behind the source's end, and records deleted before mirrord could read them.
 
-The positions follow the target's acknowledgements: mirrord's interceptor counts, per source
-partition, the offset after the last record the target acknowledged with every record before it, and
-the daemon brings those here every half second (`on_acked`), in either trigger mode. At each batch's end
-Spark's progress event moves them past what no record stands for (transaction markers, records a
-transform dropped, records deleted before they were read). Every move is committed to the consumer
-group on the source, which a host taking over, or a restart after a stop, resumes from (resume.py);
-only while this host may (`may_commit`: the flow's active host).
+The positions have one owner, in the JVM where the acknowledgements arrive
+(io.mirrord.positions.Positions, docs/decisions.md §10): the acknowledged contiguous prefix of each
+source partition in its current incarnation, moved by the interceptors' acknowledgements and by each
+batch's end, and committed to the consumer group on the source by the JVM itself every 250 ms (a host
+taking over, or a restart, resumes from there: resume.py). This module only reads them (`update`),
+for lag, STATUS and metrics; it never commits.
 """
 
 from __future__ import annotations
@@ -16,10 +14,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime
 
-from mirrord.errors import MirrordError
 from mirrord.kafka.admin import TP, Cluster
 from mirrord.metrics import Metrics
 from mirrord.mm2.offsets import deleted_before_read, parse_source_offsets
@@ -29,17 +25,14 @@ LOG_STARTS_KEPT = 60  # readings of the source's log start offsets, one a second
 
 
 class Positions:
-    def __init__(self, source: Cluster, group_id: str, metrics: Metrics, may_commit: Callable[[], bool] = lambda: True):
+    def __init__(self, source: Cluster, group_id: str, metrics: Metrics):
         self.source = source
         self.group_id = group_id
         self.metrics = metrics
-        self.may_commit = may_commit
         self.flow = metrics.flow
         self._positions: dict[TP, int] = {}  # next source offset to mirror, per partition
-        self._batch_ends: dict[TP, int] = {}  # the last batch's end offsets, as Spark's progress said
         self._log_starts: list[tuple[float, dict[TP, int]]] = []  # (time, the source's log starts)
         self._lock = threading.Lock()
-        self._commit_lock = threading.Lock()  # batches and progress events commit from different threads
         self.mirrored = 0
         self.batches = 0
         self.lost = 0
@@ -64,36 +57,14 @@ class Positions:
             self._log_starts.append((time.time(), starts))
             del self._log_starts[:-LOG_STARTS_KEPT]
 
-    def commit(self, positions: dict[TP, int], forward_only: bool = True) -> None:
-        """Set the mirrored positions and commit them to the consumer's group on the source: forward only,
-        unless the source itself went back (a topic recreated there)."""
-        with self._commit_lock:
-            if not self.may_commit():  # another host mirrors the flow: its commits are the group's truth
-                return
-            with self._lock:
-                moved = {tp: o for tp, o in positions.items()
-                         if o > self._positions.get(tp, 0) or (not forward_only and o != self._positions.get(tp))}
-                self._positions.update(moved)
-            if not moved:
-                return
-            try:
-                self.source.commit(self.group_id, moved)
-            except (MirrordError, Exception) as exc:  # noqa: BLE001 - visibility only; the checkpoint is the truth
-                self.metrics.error("commit")
-                log.warning("cannot commit mirrored offsets to group %s: %s", self.group_id, exc)
-
-    def on_acked(self, acked: dict[str, dict[str, int]], records: int) -> None:
-        """The interceptors' acknowledged positions (source topic → partition → next offset): forward only,
-        as several producers' acknowledgements meet here; and the records the target acknowledged so far."""
+    def update(self, positions: dict[TP, int], records: int) -> None:
+        """The owner's positions now (io.mirrord.positions.Positions), and the records the target acknowledged."""
         with self._lock:
+            self._positions.update(positions)
             self.mirrored = max(self.mirrored, records)
-        self.commit({(topic, int(p)): int(o) for topic, parts in acked.items() for p, o in parts.items()
-                     if int(o) >= 0})
 
     def on_progress(self, progress) -> None:
-        """After each batch Spark committed: records deleted before they were read are reported, and the
-        mirrored positions (lag, the group's offsets on the source) move to the batch's end, past
-        transaction markers and deleted records."""
+        """After each batch Spark committed: records deleted before they were read are reported."""
         source = progress.sources[0]
         start, end = parse_source_offsets(source.startOffset), parse_source_offsets(source.endOffset)
         began = _epoch(progress.timestamp)
@@ -103,12 +74,6 @@ class Positions:
                 self.batches += 1
         if before:  # what lay below the log start before the batch began was never there to read
             self.report_deleted(deleted_before_read(start, end, {}, before[-1]))
-        with self._lock:  # a batch that began below the last one's end read a topic recreated on the source
-            rewound = {tp: o for tp, o in end.items() if start.get(tp, o) < self._batch_ends.get(tp, -1)}
-            self._batch_ends.update(end)
-        self.commit({tp: o for tp, o in end.items() if tp not in rewound})
-        if rewound:
-            self.commit(rewound, forward_only=False)
         if progress.numInputRows:
             duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
             self.metrics.batch_duration.labels(self.flow).observe(duration)

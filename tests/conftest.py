@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from tests.harness.jvm import spark_driver_options
 from tests.harness.kafka import KafkaBroker, start_pair
 
 _names = itertools.count()
@@ -34,11 +35,12 @@ def spark(tmp_path_factory):
     """A local SparkSession with Spark's Kafka connector and mirrord's jar (its source among them)."""
     from pyspark.sql import SparkSession
 
-    from mirrord.spark.session import connector_jars
+    from mirrord.jars import connector_jars
 
     session = (SparkSession.builder.master("local[4]").appName("mirrord-tests")
                .config("spark.jars", ",".join(connector_jars()))
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.extraJavaOptions", spark_driver_options())
                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
                .config("spark.sql.streaming.checkpointLocation", str(tmp_path_factory.mktemp("checkpoints")))
                .getOrCreate())

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -21,7 +22,6 @@ from confluent_kafka.admin import (
 
 from mirrord.errors import ClusterUnavailable, MirrordError
 from mirrord.kafka.kafkalog import with_logger
-from mirrord.mm2.offsets import OffsetSync, decode
 from mirrord.settings.policy import Policy, selects, topic_configs_to_copy
 
 log = logging.getLogger(__name__)
@@ -158,6 +158,12 @@ class Cluster:
                 {**self.settings, "group.id": group, "enable.auto.commit": False, "enable.partition.eof": False})
         return client
 
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Each existing topic's id, spelled as Kafka's Java Uuid.toString() spells it (base64url)."""
+        names = list(topics)
+        return retrying(lambda: _ids(self.admin.describe_topics(TopicCollection(names), request_timeout=TIMEOUT))
+                        ) if names else {}
+
     def committed(self, group: str, topics: Mapping[str, int]) -> dict[TP, int]:
         """The group's committed offsets for these topics' partitions (absent where none)."""
         return {tp: offset for tp, (offset, _) in self.committed_with_metadata(group, topics).items()}
@@ -186,6 +192,25 @@ class Cluster:
         for client in self._groups.values():
             client.close()
         self._groups.clear()
+
+
+def _ids(described: Mapping) -> dict[str, str]:
+    """Topic ids from describe_topics' futures; a topic deleted meanwhile has none."""
+    ids = {}
+    for name, future in described.items():
+        try:
+            ids[name] = java_uuid(future.result().topic_id)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+    return ids
+
+
+def java_uuid(uuid) -> str:
+    """A confluent-kafka Uuid as Kafka's Java client prints it: 16 big-endian bytes, base64url, no padding."""
+    raw = (uuid.get_most_significant_bits().to_bytes(8, "big", signed=True)
+           + uuid.get_least_significant_bits().to_bytes(8, "big", signed=True))
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def ensure_topics(source_partitions: Mapping[str, int], target: Cluster, policy: Policy,
@@ -323,10 +348,3 @@ class TopicReader:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
-
-
-class OffsetSyncsReader(TopicReader):
-    what = "offset sync"
-
-    def decode(self, msg) -> OffsetSync:
-        return decode(msg.key(), msg.value(), msg.headers())

@@ -27,12 +27,11 @@ from mirrord.errors import MirrordError
 from mirrord.kafka.admin import (
     TP,
     Cluster,
-    OffsetSyncsReader,
     TopicReader,
     ensure_internal_topic,
     ensure_offset_syncs_topic,
 )
-from mirrord.mm2.offsets import OffsetSyncStore
+from mirrord.mm2.offsets import OffsetSyncsReader, OffsetSyncStore
 from mirrord.settings.policy import Policy, selects
 from mirrord.settings.policy import checkpoints_topic as mm2_checkpoints_topic
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirrord.errors import MirrordError
-from mirrord.kafka.admin import TP, Cluster, OffsetSyncsReader
+from mirrord.kafka.admin import TP, Cluster
 from mirrord.mm2.checkpoints import group_checkpoints
-from mirrord.mm2.offsets import OffsetSyncStore
+from mirrord.mm2.offsets import OffsetSyncsReader, OffsetSyncStore
 from mirrord.settings.config import Settings
 from mirrord.settings.flow import Flow
 from mirrord.settings.policy import Policy, selects

@@ -21,6 +21,8 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from mirrord.kafka.admin import TopicReader
+
 MAX_SYNCS_PER_PARTITION = 64
 RUN_START_HEADER = "mirrord.run.start"
 
@@ -179,3 +181,12 @@ def deleted_before_read(start: dict[tuple[str, int], int], end: dict[tuple[str, 
         if stop > begin:
             lost[tp] = (begin, stop)
     return lost
+
+
+class OffsetSyncsReader(TopicReader):
+    """The offset-syncs topic, read from where the last call stopped, each record an OffsetSync."""
+
+    what = "offset sync"
+
+    def decode(self, msg) -> OffsetSync:
+        return decode(msg.key(), msg.value(), msg.headers())

@@ -29,6 +29,7 @@ from mirrord.settings.files import (
 )
 from mirrord.settings.keys import (
     ALIAS_KEYS,
+    AUTO,
     KEYS,
     REQUIRED,
     Origin,
@@ -37,7 +38,6 @@ from mirrord.settings.keys import (
 )
 from mirrord.settings.redact import dataclass_repr, remember_secrets
 from mirrord.settings.transforms import Transform
-from mirrord.spark import modes
 
 ENV_PREFIX = "MIRRORD_"
 
@@ -52,7 +52,7 @@ class Settings:
     consumer: ClientConfig
     producer: ClientConfig
     whitelist: str
-    num_streams: int | None  # None: a stream per core or task slot (modes.default_streams)
+    num_streams: int | None  # None: a stream per core or task slot (mirrord/spark/modes.py: default_streams)
     batch_interval_ms: int
     abort_on_send_failure: bool
     state_root: Path
@@ -64,7 +64,7 @@ class Settings:
     spark_master: str
     max_offsets_per_trigger: int | None
     stall_timeout_ms: int
-    trigger: str = modes.AUTO
+    trigger: str = AUTO
     checkpoint_interval_ms: int = 30000
     sync_topic_configs: bool = True
     sync_topic_configs_interval: float = 600.0

@@ -17,13 +17,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import BinaryIO
 
+from mirrord import fencing
 from mirrord.errors import MirrordError
+from mirrord.jars import connector_jars
 from mirrord.settings import translate
 from mirrord.settings.config import ClientConfig, Settings
 from mirrord.settings.policy import Policy, make_policy, subscribe_pattern
 from mirrord.settings.policy import offset_syncs_topic as mm2_offset_syncs_topic
 from mirrord.settings.redact import SECRET_KEY, dataclass_repr, redact
-from mirrord.spark.session import connector_jars
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +181,8 @@ class Flow:
         policy = make_policy(settings.replication_policy, settings.source_alias, settings.target_alias,
                              settings.separator)
         sink, ignored = translate.sink_options(settings.producer)
+        if settings.leader_election:  # the producer's timeouts inside the lease (docs/decisions.md §6)
+            sink = fencing.bound_producer(sink, settings.producer, settings.leader_session_timeout_ms)
         source = translate.consumer_to_spark(settings.consumer)
         for cfg in (settings.producer, settings.consumer):  # librdkafka's judgement first: it needs no JVM
             translate.check_librdkafka(cfg, translate.admin_settings(cfg, translate.SHAPE_OF_A_LOGIN))

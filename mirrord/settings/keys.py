@@ -12,7 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from mirrord.errors import ConfigError
-from mirrord.spark import modes
+
+# `trigger`: Spark's two trigger modes, or the one the task slots allow (mirrord/spark/modes.py)
+AUTO = "auto"
+REAL_TIME = "real-time"
+MICRO_BATCH = "micro-batch"
+CHOICES = (AUTO, REAL_TIME, MICRO_BATCH)
 
 MIN_CHECKPOINT_INTERVAL_MS = 5000
 
@@ -80,8 +85,8 @@ def _policy(text: str, origin: Origin) -> str:
 
 def _trigger(text: str, origin: Origin) -> str:
     value = text.strip().lower()
-    if value not in modes.CHOICES:
-        raise origin.error(f"must be {', '.join(modes.CHOICES[:-1])} or {modes.CHOICES[-1]}, got {text!r}")
+    if value not in CHOICES:
+        raise origin.error(f"must be {', '.join(CHOICES[:-1])} or {CHOICES[-1]}, got {text!r}")
     return value
 
 

@@ -20,10 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-AUTO = "auto"
-REAL_TIME = "real-time"
-MICRO_BATCH = "micro-batch"
-CHOICES = (AUTO, REAL_TIME, MICRO_BATCH)
+from mirrord.settings.keys import AUTO, CHOICES, MICRO_BATCH, REAL_TIME  # noqa: F401 - the `trigger` key's values
+
 SPARE_SLOTS = 1  # beyond one task per stream: planning the next batch must not wait for a slot
 
 

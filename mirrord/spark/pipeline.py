@@ -165,7 +165,8 @@ class Pipeline:
                   .option("subscribePattern", self.flow.pattern)
                   .option("num.streams", str(mode.streams))
                   .option("topic.refresh.ms", str(TOPIC_REFRESH_MS))
-                  .option("startingOffsets", starting))
+                  .option("startingOffsets", starting)
+                  .option("positions.group.id", s.group_id))  # the JVM commits positions there (decisions §10)
         if not mode.real_time and s.max_offsets_per_trigger:  # real-time batches end on the clock, not a count
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
         return mirrored(reader.options(**options).load(), self.flow)

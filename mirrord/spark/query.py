@@ -6,7 +6,7 @@ is mode-specific: a micro-batch may run at most `stall.timeout.ms`; a real-time 
 clock, so one whose end has not come `stall.timeout.ms` after it was due is stuck. Stopping copies
 nothing twice: a micro-batch query stops between two batches; a real-time query stops at once, its
 producers deliver what they buffered, and the positions the target acknowledged are committed to the
-source group, which the next start resumes from.
+source group by their owner in the JVM (docs/decisions.md §10), which the next start resumes from.
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from mirrord.settings.flow import Flow
 from mirrord.spark import resume
 from mirrord.spark.modes import Mode
 from mirrord.spark.pipeline import Pipeline
-from mirrord.spark.session import failure, in_flight, jvm_totals, quiet_task_aborts, stop_between_batches
+from mirrord.spark.session import (
+    failure,
+    flush_positions,
+    in_flight,
+    jvm_positions,
+    jvm_totals,
+    quiet_task_aborts,
+    stop_between_batches,
+)
 
 log = logging.getLogger(__name__)
 DRAIN_POLL = 0.05
@@ -105,10 +113,11 @@ class Query:
             clean = in_flight(self.spark) == 0
         else:
             clean = stop_between_batches(self.spark, self.handle, grace)
-            if clean:  # the last batch's progress event may never be delivered now
-                self.positions.commit(resume.checkpoint_offsets(self.flow.settings))
+        if not flush_positions(self.spark):  # the JVM commits every 250 ms; the last ones now
+            log.warning("cannot commit the last acknowledged positions to group %s now; the next start copies "
+                        "what they cover again", self.flow.settings.group_id)
         totals = jvm_totals(self.spark)
-        self.positions.on_acked(totals.get("positions", {}), _records(totals))
+        self.positions.update(jvm_positions(self.spark), _records(totals))
         return clean
 
 

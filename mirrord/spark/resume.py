@@ -1,11 +1,14 @@
-"""Where a streaming query resumes: Spark's checkpoint, or the offsets committed to the source group.
+"""Where a streaming query resumes: the positions' owner's commits to the source group, else Spark's
+checkpoint, else `auto.offset.reset`.
 
-The checkpoint is where Spark resumes on its own. The consumer group on the source holds the offsets
-the target acknowledged (committed every half second, and at each batch's end): a host taking over, or a
-restart after a stop that drained the producers, resumes from there when the group is ahead of the
-checkpoint, so nothing is copied twice. A first start resumes from the group's offsets where it has
-them (a MirrorMaker 1 deployment with the same group.id switches over without re-copying), else from
-`auto.offset.reset`.
+The consumer group on the source holds what the target acknowledged, committed by the positions' owner
+in the JVM every 250 ms with the topic's id in the commit's metadata (docs/decisions.md §10). Where the
+id is the topic's id now, the commit is the truth for this incarnation of the topic and the partition
+resumes there (a checkpoint ahead of it may be from before the topic was recreated: the few records
+between are copied again rather than risk skipping); where the id differs, the topic was recreated
+since, and the partition is read from its start. Commits without mirrord's metadata (a MirrorMaker 1
+deployment with the same group.id, or mirrord before 0.4) count where they are ahead of the checkpoint.
+When every partition resumes where the checkpoint says, Spark resumes from the checkpoint on its own.
 """
 
 from __future__ import annotations
@@ -55,32 +58,49 @@ def _spec(topics: dict[str, int], known: dict[TP, int], default: int) -> str:
     return json.dumps({t: {str(p): known.get((t, p), default) for p in range(n)} for t, n in topics.items()})
 
 
+TOPIC_ID = "mirrord topic-id="  # io.mirrord.positions.Positions.METADATA_PREFIX
+
+
+def group_starts(source: admin.Cluster, group: str, topics: dict[str, int],
+                 checkpoint: dict[TP, int]) -> dict[TP, int]:
+    """Per partition, where the group and the checkpoint say to resume (-2: from the partition's start)."""
+    committed = source.committed_with_metadata(group, topics) if topics else {}
+    ids = source.topic_ids(topics) if any(m.startswith(TOPIC_ID) for _, m in committed.values()) else {}
+    known = dict(checkpoint)
+    for tp, (offset, metadata) in committed.items():
+        if not metadata.startswith(TOPIC_ID):
+            known[tp] = max(offset, known.get(tp, -1))
+        elif ids.get(tp[0]) == metadata.removeprefix(TOPIC_ID):
+            known[tp] = offset
+        else:
+            log.warning("%s-%d was recreated on the source since group %s's commit: it is read from its start",
+                        tp[0], tp[1], group)
+            known[tp] = -2
+    return known
+
+
 def resume(settings: Settings, starting: str, source: admin.Cluster, topics: dict[str, int]) -> Resume:
-    """Where the next query starts: the checkpoint (Spark ignores `startingOffsets` then: "earliest"), or,
-    per partition, the furthest of the checkpoint's and the group's offsets, `starting` (auto.offset.reset)
-    where neither has one. A checkpoint the group has passed is dropped (the records between were
-    acknowledged by the target, and would be copied twice), and so is one pointing below the source's log
-    start: those records were deleted unread (reported in `lost`), and real-time mode's reader cannot
-    skip them itself."""
+    """Where the next query starts: the checkpoint (Spark ignores `startingOffsets` then: "earliest") when
+    every partition resumes where it says, else per partition what `group_starts` says, `starting`
+    (auto.offset.reset) where nothing does. A partition resuming below the source's log start had records
+    deleted unread (reported in `lost`; real-time mode's reader cannot skip them itself)."""
     mine = checkpoint_offsets(settings) if has_checkpoint(settings) else {}
-    committed = source.committed(settings.group_id, topics) if topics else {}
-    known = {**mine, **{tp: o for tp, o in committed.items() if o > mine.get(tp, -1)}}
-    held = source.log_start_offsets(known) if known else {}
-    lost = {tp: (o, held[tp]) for tp, o in known.items() if tp in held and o < held[tp]}
+    known = group_starts(source, settings.group_id, topics, mine)
+    held = source.log_start_offsets(tp for tp, o in known.items() if o >= 0)
+    lost = {tp: (o, held[tp]) for tp, o in known.items() if tp in held and 0 <= o < held[tp]}
     if has_checkpoint(settings):
-        ahead = {tp for tp, o in committed.items() if o > mine.get(tp, -1)}
-        if not ahead and not lost:
+        moved = {tp for tp, o in known.items() if o != mine.get(tp)}
+        if not moved and not lost:
             return Resume("earliest")
-        if ahead:
-            log.info("resuming from group %s's offsets, ahead of the checkpoint on %d partitions (the target "
-                     "acknowledged those records)", settings.group_id, len(ahead))
-    elif committed:
+        log.info("resuming from group %s's offsets on %d partitions where the checkpoint says otherwise",
+                 settings.group_id, len(moved))
+    elif known:
         log.info("resuming from group %s's committed offsets on %d partitions (no batch in the checkpoint)",
-                 settings.group_id, len(committed))
+                 settings.group_id, len(known))
     # A checkpoint with no batch committed still holds the offsets its first start resolved, which Spark
     # would take over `startingOffsets`.
     shutil.rmtree(settings.checkpoint_dir, ignore_errors=True)
-    if not committed and not mine:
+    if not known:
         return Resume(starting)
     known.update({tp: stop for tp, (_, stop) in lost.items()})
     return Resume(_spec(topics, known, -2 if starting == "earliest" else -1), lost)

@@ -15,36 +15,19 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
-from mirrord.errors import ConfigError, MirrordError
+from mirrord.errors import MirrordError
+from mirrord.jars import PACKAGE_DIR, connector_jars
 from mirrord.settings.config import Settings
 from mirrord.settings.redact import SECRET_KEY, redact
 
 log = logging.getLogger(__name__)
-PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mirrord/, which holds log4j2.properties
 
 
-JVM_JAR = "mirrord-jvm"
 ENVELOPE_UDF = ("mirrord_envelope", "io.mirrord.sink.EnvelopeUdf")
 PLUGIN = "io.mirrord.metrics.MirrordPlugin"
 # The JVM options mirrord sets (its log4j2 configuration) and a [spark] section adds to.
 JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
-
-
-def connector_jars() -> list[str]:
-    """Spark's Kafka connector jars and mirrord's own (the interceptor, the envelope UDF, the metrics
-    plugin): $MIRRORD_SPARK_JARS, the installed share dir, or the source tree's cache."""
-    env = os.environ.get("MIRRORD_SPARK_JARS")
-    candidates = [Path(env)] if env else [Path(sys.prefix) / "share" / "mirrord" / "jars",
-                                          PACKAGE_DIR.parent / ".cache" / "jars" / "spark"]
-    for folder in candidates:
-        jars = sorted(str(p) for p in folder.glob("*.jar"))
-        if any("spark-sql-kafka" in j for j in jars) and any(JVM_JAR in j for j in jars):
-            return jars
-    where = "MIRRORD_SPARK_JARS" if env else "spark connector jars"
-    raise ConfigError(None, where, f"Spark's Kafka connector and {JVM_JAR}.jar not found in "
-                                   f"{', '.join(map(str, candidates))} (a source tree needs `make jars`)")
 
 
 def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
@@ -141,26 +124,26 @@ def quiet_task_aborts(spark):
         timer.start()
 
 
-def renew_lease(spark, valid_for_ms: int) -> bool:
-    """This host may send for `valid_for_ms` more (io.mirrord.fencing.Fence); past it the JVM fences itself. False
-    when the lease had lapsed already: it stays lapsed, and the JVM halts."""
-    return bool(spark._jvm.io.mirrord.fencing.Fence.renew(valid_for_ms))
-
-
-def release_lease(spark) -> None:
-    spark._jvm.io.mirrord.fencing.Fence.release()
-
-
-def revoke_lease(spark) -> None:
-    """Fence now: every record refused, and the JVM halted within 50 ms with what its producers buffered."""
-    spark._jvm.io.mirrord.fencing.Fence.revoke()
-
-
 def jvm_totals(spark) -> dict:
     """Records, bytes and replication latency counted by the interceptors on every executor, and the
     acknowledged position of every source partition, as the metrics plugin gathered them on the driver
     (cumulative since the session started; this JVM's own executor's counts included up to now)."""
     return json.loads(spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson())
+
+
+def jvm_positions(spark) -> dict[tuple[str, int], int]:
+    """The acknowledged position of every source partition, as their owner in the JVM holds them
+    (io.mirrord.positions.Positions, docs/decisions.md §10); the JVM's own executor drained first."""
+    spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson()  # local mode: this JVM's acknowledgements, now
+    raw = json.loads(spark._jvm.io.mirrord.positions.Positions.DRIVER.json())
+    return {(topic, int(p)): int(o) for topic, parts in raw.items() for p, o in parts.items()}
+
+
+def flush_positions(spark) -> bool:
+    """Commit the acknowledged positions to the source group now (the JVM does it every 250 ms anyway);
+    False when the group could not be reached, or this host is fenced."""
+    spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson()
+    return bool(spark._jvm.io.mirrord.positions.GroupCommitter.flush())
 
 
 def in_flight(spark) -> int:

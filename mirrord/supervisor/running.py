@@ -15,7 +15,6 @@ import os
 import threading
 from collections.abc import Callable
 
-from mirrord.acks import Acknowledgements
 from mirrord.fencing import Lease
 from mirrord.kafka import admin
 from mirrord.metrics import Metrics
@@ -24,7 +23,7 @@ from mirrord.positions import Positions
 from mirrord.settings.flow import Flow
 from mirrord.spark import modes
 from mirrord.spark.query import Query, TargetTopics
-from mirrord.spark.session import default_parallelism, one_line
+from mirrord.spark.session import default_parallelism, flush_positions, one_line
 from mirrord.supervisor.health import ClusterWatch
 
 log = logging.getLogger("mirrord")
@@ -33,15 +32,14 @@ STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 
 class Mirroring:
     def __init__(self, spark, flow: Flow, master: str, source: admin.Cluster, target: admin.Cluster,
-                 positions: Positions, acks: Acknowledgements, metrics: Metrics, clusters: ClusterWatch,
-                 translation: GroupTranslation, lease: Lease | None):
+                 positions: Positions, metrics: Metrics, clusters: ClusterWatch, translation: GroupTranslation,
+                 lease: Lease | None):
         self.spark = spark
         self.flow = flow  # replaced by a reload
         self.master = master
         self.source = source
         self.target = target
         self.positions = positions
-        self.acks = acks
         self.metrics = metrics
         self.clusters = clusters
         self.translation = translation
@@ -68,7 +66,9 @@ class Mirroring:
         mode = self._choose()
         self._set_mode(mode)
         self.positions.seed(topics)
-        self.acks.read(commit=True)  # what a failed query's producers delivered: the start resumes past it
+        flush_positions(self.spark)  # what a failed query's producers delivered: the start resumes past it
+        if self.lease is not None:
+            self.lease.hold()  # before the query sends anything (docs/decisions.md §6)
         query = Query(self.spark, flow, mode, self.positions)
         try:
             where = query.start(self.source, topics)
@@ -81,8 +81,6 @@ class Mirroring:
             where = query.start(self.source, topics)
         self.positions.report_deleted(where.lost)
         self.query = query
-        if self.lease is not None:
-            self.lease.hold()
         self.metrics.up.labels(flow.name).set(1)
 
     def _slots(self) -> int:
@@ -120,6 +118,16 @@ class Mirroring:
         except Exception as exc:  # noqa: BLE001 - the JVM does not answer: the watchdog decides
             log.debug("cannot ask the query how it is: %s", exc)
             return None
+
+    def overdue(self, now: float) -> float | None:
+        """How long the work in flight is overdue (query.Query.running_for), counting only the time both
+        clusters answered: a batch waiting for an unreachable cluster is not stuck. None between queries.
+        Raises when Spark's JVM does not answer."""
+        query = self.query
+        if query is None:
+            self.spark._jvm.java.lang.System.nanoTime()  # JVM alive, between queries
+            return None
+        return min(query.running_for(now), self.clusters.up_for())
 
     def forget(self) -> None:
         """The query failed and is gone: the next start makes a new one."""

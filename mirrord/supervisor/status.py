@@ -1,4 +1,5 @@
-"""The one human line of STATUS= (and of the journal every 10 s): what mirrord is doing, plainly."""
+"""The one human line of STATUS= (and of the journal every 10 s): what mirrord is doing, plainly, ending
+with the supervisor's state (states.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,17 @@ from mirrord.positions import Positions
 from mirrord.spark.modes import Mode
 
 
-def status_line(positions: Positions, rate: float, mode: Mode | None, away: list[str], standby_of: str | None) -> str:
-    """`away`: the clusters that do not answer; `standby_of`: the flow another host mirrors, on a standby."""
+def status_line(positions: Positions, rate: float, mode: Mode | None, away: list[str], standby_of: str | None,
+                state: str) -> str:
+    """`away`: the clusters that do not answer; `standby_of`: the flow another host mirrors, on a standby;
+    `state`: the supervisor's (states.Phase)."""
     p = positions
     lag = "?" if p.lag is None else p.lag
     topics = "?" if p.topics is None else p.topics
     lost = f", {p.lost} records lost (deleted before read)" if p.lost else ""
     running = f", {mode.name} mode" if mode is not None else ""
-    line = f"{p.mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{running}{lost}"
+    line = (f"{p.mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{running}{lost}"
+            f"; state {state}")
     if away:
         return f"waiting: {'; '.join(away)}; {line}"
     if standby_of is not None:

@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tests.harness.jvm import spark_driver_options
 from tests.harness.kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,8 @@ def write_flow(directory: Path, source: str, target: str, whitelist: str, *, gro
     }
     body = "[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in settings.items())
     body += "\n[spark]\nspark.driver.memory = 768m\n"
+    if spark_driver_options():  # a start in seconds, not tens of them (tests/harness/jvm.py)
+        body += f"spark.driver.extraJavaOptions = {spark_driver_options()}\n"
     path = directory / "mirrord.conf"
     path.write_text(body)
     return path
@@ -53,9 +56,10 @@ def write_flow(directory: Path, source: str, target: str, whitelist: str, *, gro
 class Mirrord:
     """One mirrord process; its output goes to `log` for assertions and post-mortems."""
 
-    def __init__(self, config: Path, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, config: Path, *args: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()):
         self.config = config
         self.args = args
+        self.prefix = tuple(prefix)  # what runs mirrord, e.g. netns.Namespace.command() (it must exec, not fork)
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **(env or {})}
         self.log = config.parent / "mirrord.log"
         self.process: subprocess.Popen | None = None
@@ -71,7 +75,7 @@ class Mirrord:
     def start(self) -> Mirrord:
         self._log_start = self.log.stat().st_size if self.log.exists() else 0
         self.process = subprocess.Popen(
-            [*mirrord_command(), "--config", str(self.config), *self.args],
+            [*self.prefix, *mirrord_command(), "--config", str(self.config), *self.args],
             stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, cwd=ROOT, env=self.env,
             start_new_session=True,
         )

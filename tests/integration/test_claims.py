@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.jvm import spark_section
 from tests.harness.kafka import free_port
 from tests.harness.mirrord import ROOT, Mirrord, write_flow
 from tests.harness.records import count, create_topic, produce, read_all, wait_until
@@ -95,7 +96,7 @@ def test_a_transform_spark_cannot_run_stops_a_normal_start_with_exit_78(tmp_path
     (tmp_path / "producer.properties").write_text("bootstrap.servers=127.0.0.1:10\n")
     (tmp_path / "mirrord.conf").write_text(
         "[mirrord]\nwhitelist = orders\nstate.dir = state\n\n[transform:broken]\ntopics = orders\n"
-        "filter = no_such_function(value)\n")
+        "filter = no_such_function(value)\n" + spark_section())
     done = subprocess.run([sys.executable, "-m", "mirrord", "--config", "mirrord.conf"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=240,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})

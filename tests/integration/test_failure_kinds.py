@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mirrord.spark.session import connector_jars, failure
+from mirrord.jars import connector_jars
+from mirrord.spark.session import failure
 
 
 class _Optional:

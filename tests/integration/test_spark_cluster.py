@@ -82,7 +82,8 @@ def test_the_worker_runs_jvm_jobs_and_cannot_run_python(cluster, tmp_path):
 
 def add_spark_conf(config: Path, conf: dict[str, str]) -> None:
     """More [spark] settings in a flow written by write_flow (whose last section is [spark])."""
-    assert config.read_text().rstrip().splitlines()[-2] == "[spark]", "write_flow's layout changed"
+    sections = [line for line in config.read_text().splitlines() if line.startswith("[")]
+    assert sections[-1] == "[spark]", "write_flow's layout changed"
     with open(config, "a") as f:
         f.writelines(f"{k} = {v}\n" for k, v in conf.items())
 

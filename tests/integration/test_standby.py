@@ -14,6 +14,7 @@ from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirr
 
 SESSION_S = 6
 BATCH = 2000  # max.offsets.per.trigger: what one batch in flight can copy twice
+AFTER = 5  # seconds the stream goes on once the last hand-over is done, the new active host copying it
 
 
 def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_active_one_is_killed(
@@ -47,7 +48,7 @@ def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_activ
         first.wait_logged("standing by", 120)
         assert second.stop() == 0  # leaves the group at once: the first host takes over
         first.wait_logged("resuming from group", SESSION_S + 60)
-        trickle.join(180)
+        end_stream(trickle, 500)
         wait_all_mirrored(source.bootstrap, topic, group)
         duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
         print(f"two hosts, one kill -9 and one hand-over: {duplicates} duplicates of {trickle.sent} records")
@@ -61,6 +62,15 @@ def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_activ
         trickle.stop()
         for host in hosts:
             host.stop()
+
+
+def end_stream(trickle: Trickle, rate: int) -> None:
+    """The stream (at most its 20 000 records, 40 s, as before) goes on AFTER seconds more, then ends; no record
+    failed to reach the source."""
+    going_on = trickle.sent + rate * AFTER
+    wait_until(lambda: trickle.sent >= going_on or not trickle.is_alive(), AFTER + 60, "the stream going on")
+    trickle.stop()
+    assert not trickle.errors, trickle.errors[:3]
 
 
 def duplicates_so_far(source: str, target: str, topic: str) -> int:
@@ -109,13 +119,13 @@ def test_an_active_host_whose_supervisor_freezes_is_fenced_before_a_standby_take
         assert fenced_after < SESSION_S / 2 + 1.5  # the lease: half the session, checked every 50 ms
         assert first.process.wait(60) == 75, first.output()[-3000:]  # EX_TEMPFAIL: systemd restarts it
         assert "fenced" in first.output()
-        trickle.join(180)
+        end_stream(trickle, rate)
         wait_all_mirrored(source.bootstrap, topic, group)
         duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
         print(f"supervisor frozen past the session: {duplicates} duplicates of {trickle.sent} records")
-        # What the frozen host's JVM copied after its supervisor's last group commit: at most the lease, and
-        # the acknowledgements of the second before it.
-        assert duplicates <= rate * (SESSION_S / 2 + 2), twice(target.bootstrap, topic)
+        # The JVM commits the positions itself every 250 ms (docs/decisions.md §10), frozen supervisor or not:
+        # what it copied after its last commit before it halted, at most a second of the stream.
+        assert duplicates <= rate * 1, twice(target.bootstrap, topic)
         assert second.stop() == 0
     finally:
         trickle.stop()
@@ -153,7 +163,7 @@ def test_a_whole_active_host_frozen_past_the_session_is_fenced_when_it_wakes(kaf
         assert took < SESSION_S + 8  # the session, then the query's start
         assert first.process.wait(60) == 75, first.output()[-3000:]  # fenced: EX_TEMPFAIL, systemd restarts it
         assert "fenced" in first.output()
-        trickle.join(180)
+        end_stream(trickle, rate)
         wait_all_mirrored(source.bootstrap, topic, group)
         duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
         print(f"whole host frozen past the session and woken: {duplicates} duplicates of {trickle.sent} records")

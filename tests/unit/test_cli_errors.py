@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.jvm import spark_section
+
 EX_CONFIG = 78
 ROOT = Path(__file__).resolve().parents[2]  # this tree's mirrord, not whichever the virtualenv installed
 
@@ -169,7 +171,7 @@ def test_prefix_policy_with_default_aliases_is_refused_at_start_and_by_check(fil
     assert_config_error(result, "--target.alias: must differ from source.alias ('left')")
 def transform_conf(files: Path, **keys: str) -> str:
     body = "".join(f"{k} = {v}\n" for k, v in {"topics": "prd-.*", **keys}.items())
-    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = prd-.*\n\n[transform:dev]\n" + body)
+    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = prd-.*\n\n[transform:dev]\n" + body + spark_section())
     return "mirrord.conf"
 
 

@@ -43,8 +43,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mirrord.jars import connector_jars
 from mirrord.mm2.offsets import MAX_SYNCS_PER_PARTITION, OffsetSync, OffsetSyncStore
-from mirrord.spark.session import connector_jars
 
 HISTORIES = int(os.environ.get("MIRRORD_OFFSETS_HISTORIES", "10000"))
 STATS: Counter[str] = Counter()

@@ -1,4 +1,5 @@
-"""Where a query resumes: the checkpoint, or the group's offsets when they are ahead; never below the log start."""
+"""Where a query resumes: the positions' owner's commits for the topic's current incarnation, else the checkpoint,
+or a legacy group's offsets when they are ahead; a recreated topic from its start; never below the log start."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from mirrord.spark.resume import Resume, resume
 
 
 class Source:
-    def __init__(self, committed: dict, log_starts: dict | None = None):
-        self._committed, self._log_starts = committed, log_starts or {}
+    """committed: {tp: offset} (no metadata, as MirrorMaker 1 commits) or {tp: (offset, metadata)}."""
 
-    def committed(self, group: str, topics: dict) -> dict:
-        return dict(self._committed)
+    def __init__(self, committed: dict, log_starts: dict | None = None, ids: dict | None = None):
+        self._committed, self._log_starts, self._ids = committed, log_starts or {}, ids or {}
+
+    def committed_with_metadata(self, group: str, topics: dict) -> dict:
+        return {tp: v if isinstance(v, tuple) else (v, "") for tp, v in self._committed.items()}
+
+    def topic_ids(self, topics) -> dict:
+        return {t: i for t, i in self._ids.items() if t in topics}
 
     def log_start_offsets(self, tps) -> dict:
         return {tp: self._log_starts.get(tp, 0) for tp in tps}
@@ -63,3 +69,30 @@ def test_a_first_start_takes_the_groups_offsets_and_auto_offset_reset_elsewhere(
     assert json.loads(where.starting) == {"t": {"0": -1, "1": 7}}
     assert not (tmp_path / "checkpoint").exists()
     assert resume(settings(tmp_path), "latest", Source({}), TOPICS) == Resume("latest")
+
+
+def owned(offset: int, topic_id: str = "AAAAAAAAAAAAAAAAAAAAAQ") -> tuple[int, str]:
+    """A commit by the positions' owner (io.mirrord.positions.GroupCommitter): the topic's id in its metadata."""
+    return offset, f"mirrord topic-id={topic_id}"
+
+
+def test_the_owners_commit_for_the_topic_as_it_is_now_wins_also_behind_the_checkpoint(tmp_path):
+    """The checkpoint may be from before the topic was recreated: the owner's commit is this incarnation's truth."""
+    checkpoint(tmp_path, {"t": {"0": 50, "1": 20}})
+    source = Source({("t", 0): owned(5), ("t", 1): owned(20)}, ids={"t": "AAAAAAAAAAAAAAAAAAAAAQ"})
+    where = resume(settings(tmp_path), "earliest", source, TOPICS)
+    assert json.loads(where.starting) == {"t": {"0": 5, "1": 20}}
+    assert not (tmp_path / "checkpoint").exists()
+
+
+def test_a_topic_recreated_since_the_owners_commit_is_read_from_its_start(tmp_path):
+    checkpoint(tmp_path, {"t": {"0": 50, "1": 60}})
+    source = Source({("t", 0): owned(50, "old"), ("t", 1): owned(60, "old")}, ids={"t": "new"})
+    where = resume(settings(tmp_path), "latest", source, TOPICS)
+    assert json.loads(where.starting) == {"t": {"0": -2, "1": -2}} and where.lost == {}
+
+
+def test_the_checkpoint_decides_when_the_owners_commits_say_the_same(tmp_path):
+    checkpoint(tmp_path, {"t": {"0": 10, "1": 20}})
+    source = Source({("t", 0): owned(10), ("t", 1): owned(20)}, ids={"t": "AAAAAAAAAAAAAAAAAAAAAQ"})
+    assert resume(settings(tmp_path), "earliest", source, TOPICS) == Resume("earliest")

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from mirrord.jars import PACKAGE_DIR
 from mirrord.settings.config import load
-from mirrord.spark.session import JAVA_OPTIONS, PACKAGE_DIR, spark_conf
+from mirrord.spark.session import JAVA_OPTIONS, spark_conf
 
 LOG4J = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
 

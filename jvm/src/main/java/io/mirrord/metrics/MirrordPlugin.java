@@ -2,10 +2,12 @@ package io.mirrord.metrics;
 
 import io.mirrord.sink.MirrorInterceptor;
 
+import io.mirrord.positions.Positions;
 import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
@@ -15,7 +17,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * {@code spark.plugins=io.mirrord.metrics.MirrordPlugin}: brings the interceptors' counts ({@link Stats#EXECUTOR})
- * from every executor to the driver, every {@value #INTERVAL_CONF} ms (default 1000), where Python
+ * from every executor to the driver, every {@value #INTERVAL_CONF} ms (default 250), where Python
  * reads them with {@code spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson()}.
  *
  * <p>When an executor stops, the interceptors' delayed offset syncs are written first
@@ -26,7 +28,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class MirrordPlugin implements SparkPlugin {
     public static final String INTERVAL_CONF = "spark.mirrord.metrics.interval.ms";
-    static final long INTERVAL_MS_DEFAULT = 1000;
+    static final long INTERVAL_MS_DEFAULT = 250;  // acknowledged positions reach the group within this and a commit
     private static final Stats TOTALS = new Stats();
     private static final Logger log = LoggerFactory.getLogger(MirrordPlugin.class);
 
@@ -36,8 +38,18 @@ public final class MirrordPlugin implements SparkPlugin {
      * reads its final positions here).
      */
     public static String totalsJson() {
-        TOTALS.add(Stats.EXECUTOR.drain());
+        received(TOTALS, Stats.EXECUTOR.drain());
         return TOTALS.toJson();
+    }
+
+    /**
+     * Counts that reached the driver: added to {@code totals}, and the acknowledged positions handed to their
+     * owner, {@link Positions#DRIVER}.
+     */
+    static void received(Stats totals, Stats.Delta delta) {
+        totals.add(delta);
+        delta.positions.forEach((topic, partitions) -> partitions.forEach((partition, moved) ->
+                Positions.DRIVER.acknowledged(new TopicPartition(topic, partition), moved[0], moved[1])));
     }
 
     @Override
@@ -63,7 +75,7 @@ public final class MirrordPlugin implements SparkPlugin {
             if (!(message instanceof Stats.Delta delta)) {
                 throw new IllegalArgumentException("mirrord plugin got a " + message.getClass().getName());
             }
-            totals.add(delta);
+            received(totals, delta);
             return null;
         }
     }

@@ -146,9 +146,9 @@ public final class Stats {
             }
         }));
         positions.forEach((topic, partitions) -> partitions.forEach((partition, position) -> {
-            long next = position.takeNew();
-            if (next >= 0) {
-                delta.positions.computeIfAbsent(topic, t -> new HashMap<>()).put(partition, next);
+            long[] moved = position.takeNew();
+            if (moved != null) {
+                delta.positions.computeIfAbsent(topic, t -> new HashMap<>()).put(partition, moved);
             }
         }));
         return delta;
@@ -169,14 +169,15 @@ public final class Stats {
         delta.filtered.forEach((transform, topics) -> topics.forEach(
                 (topic, n) -> filteredCounter(transform, topic).add(n)));
         delta.positions.forEach((topic, partitions) -> partitions.forEach(
-                (partition, next) -> position(topic, partition).advance(next)));
+                (partition, moved) -> position(topic, partition).advance(moved[0], moved[1])));
     }
 
     /**
      * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"filtered":{"transform":{"source topic":7}},
      * "latency":{"bounds":[0.005,...,3600],"counts":[16 counts, not cumulative, the last one above 3600 s],
-     * "sum":1.234},"syncs":5,"sync_errors":0,"positions":{"source topic":{"0":42}}}}, a position being the source
-     * offset after the last record of that partition the target acknowledged (with every record before it).
+     * "sum":1.234},"syncs":5,"sync_errors":0,"positions":{"source topic":{"0":42}}}}, a position being what this Stats
+     * saw acknowledged (in the partition's latest incarnation): for tests and diagnostics; the positions that
+     * count are their owner's, {@link io.mirrord.positions.Positions}.
      */
     public String toJson() {
         countTallies();
@@ -248,7 +249,7 @@ public final class Stats {
         long syncs;
         long syncErrors;
         final HashMap<String, HashMap<String, Long>> filtered = new HashMap<>();  // transform → topic → records
-        final HashMap<String, HashMap<Integer, Long>> positions = new HashMap<>();  // source topic → partition → next
+        public final HashMap<String, HashMap<Integer, long[]>> positions = new HashMap<>();  // source topic → partition → {incarnation, next}
 
         public boolean isEmpty() {
             if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || !filtered.isEmpty()
@@ -283,6 +284,7 @@ public final class Stats {
         private long bytes;
         private final long[] latencyCounts = new long[BUCKETS];
         private long latencySumMs;
+        private long incarnation = Long.MIN_VALUE;
         private long next = -1;
 
         private Tally(Topic topic, Position position) {
@@ -308,9 +310,17 @@ public final class Stats {
             }
         }
 
-        /** The source partition acknowledged up to {@code offset} (exclusive); the caller holds this tally's monitor. */
-        public void advance(long offset) {
-            next = Math.max(next, offset);
+        /**
+         * The source partition acknowledged up to {@code offset} (exclusive), read in {@code incarnation}; the
+         * caller holds this tally's monitor.
+         */
+        public void advance(long incarnation, long offset) {
+            if (incarnation != this.incarnation) {
+                this.incarnation = incarnation;
+                next = offset;
+            } else {
+                next = Math.max(next, offset);
+            }
         }
 
         private synchronized void moveOut() {
@@ -333,36 +343,43 @@ public final class Stats {
                 latencySumMs = 0;
             }
             if (next >= 0) {
-                position.advance(next);
+                position.advance(incarnation, next);
             }
         }
     }
 
     /**
      * The source offset after the last record of one source partition the target acknowledged, every record
-     * sent before it acknowledged too (-1: none yet). It only moves forward; the highest value wins when
-     * executors' positions meet on the driver.
+     * sent before it acknowledged too (-1: none yet), in the partition's incarnation (docs/decisions.md §10):
+     * within one it only moves forward, a later one replaces it, an earlier one is ignored.
      */
     static final class Position {
-        private final AtomicLong next = new AtomicLong(-1);
-        private long shipped = -1;  // by drain(), which one thread calls at a time
+        private long incarnation = Long.MIN_VALUE;  // all guarded by this
+        private long next = -1;
+        private long shippedIncarnation = Long.MIN_VALUE;
+        private long shipped = -1;
 
-        void advance(long offset) {
-            next.accumulateAndGet(offset, Math::max);
-        }
-
-        long get() {
-            return next.get();
-        }
-
-        /** The position if it moved since the last call, else -1. */
-        synchronized long takeNew() {
-            long now = next.get();
-            if (now <= shipped) {
-                return -1;
+        synchronized void advance(long incarnation, long offset) {
+            if (incarnation > this.incarnation) {
+                this.incarnation = incarnation;
+                next = offset;
+            } else if (incarnation == this.incarnation && offset > next) {
+                next = offset;
             }
-            shipped = now;
-            return now;
+        }
+
+        synchronized long get() {
+            return next;
+        }
+
+        /** {incarnation, next} if it moved since the last call, else null. */
+        synchronized long[] takeNew() {
+            if (next < 0 || (incarnation == shippedIncarnation && next <= shipped)) {
+                return null;
+            }
+            shippedIncarnation = incarnation;
+            shipped = next;
+            return new long[] {incarnation, next};
         }
     }
 

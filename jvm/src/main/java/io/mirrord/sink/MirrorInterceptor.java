@@ -4,6 +4,7 @@ import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
 import io.mirrord.metrics.MirrordPlugin;
 import io.mirrord.metrics.Stats;
+import io.mirrord.positions.Incarnations;
 import io.mirrord.metrics.WarnLimiter;
 
 import java.time.Duration;
@@ -13,6 +14,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
@@ -168,7 +170,27 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         // each (measured: a fifth of the rate with linger.ms=0). Nothing waits on a sync but flushAll.
         config.put(ProducerConfig.LINGER_MS_CONFIG, "200");
         config.put(ProducerConfig.BATCH_SIZE_CONFIG, "65536");
+        withinDelivery(config);
         return config;
+    }
+
+    /**
+     * The syncs' linger.ms and request.timeout.ms within the data producer's delivery.timeout.ms, which leader
+     * election bounds by the lease (docs/decisions.md §6): Kafka wants delivery >= linger + request.
+     */
+    static void withinDelivery(Map<String, Object> config) {
+        Object delivery = config.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
+        if (delivery == null) {
+            return;
+        }
+        long deliveryMs = Long.parseLong(delivery.toString().trim());
+        long lingerMs = Math.min(200, deliveryMs / 2);
+        config.put(ProducerConfig.LINGER_MS_CONFIG, String.valueOf(lingerMs));
+        Object request = config.get(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG);
+        long requestMs = request == null ? 30_000 : Long.parseLong(request.toString().trim());
+        if (lingerMs + requestMs > deliveryMs) {
+            config.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(deliveryMs - lingerMs));
+        }
     }
 
     /**
@@ -207,6 +229,9 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
 
     @Override
     public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
+        if (exception != null) {
+            Fence.guard();  // the I/O thread, before its turn's requests go out: a fenced JVM halts here
+        }
         if (metadata == null) {
             return;  // Kafka knew neither the record nor its partition: nothing was paired
         }
@@ -273,7 +298,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         Pairing[] grown = Arrays.copyOf(array, Math.max(array.length, partition + 1));
         TopicPartition source = new TopicPartition(sourceTopic(topic), partition);
         grown[partition] = new Pairing(partitions.topic, stats.tally(partitions.topic, source.topic(), partition),
-                writer == null ? null : writer.state(source));
+                writer == null ? null : writer.state(source), Incarnations.of(source.topic(), partition));
         partitions.pairings = grown;  // a new array each time: readers never see one being filled
         return grown[partition];
     }
@@ -302,15 +327,18 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         final String target;
         final Stats.Tally tally;
         private final OffsetSyncWriter.PartitionState state;  // null: no offset syncs
+        private final AtomicLong incarnation;  // the source partition's, as its reader set it (docs/decisions.md §10)
         private long[] inFlight = new long[64];  // a ring: head is the oldest
+        private long[] incarnations = new long[64];  // the incarnation each record in flight was read in
         private int head;
         private int size;
         private boolean broken;
 
-        Pairing(String target, Stats.Tally tally, OffsetSyncWriter.PartitionState state) {
+        Pairing(String target, Stats.Tally tally, OffsetSyncWriter.PartitionState state, AtomicLong incarnation) {
             this.target = target;
             this.tally = tally;
             this.state = state;
+            this.incarnation = incarnation;
         }
 
         int inFlight() {
@@ -323,13 +351,17 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
             synchronized (tally) {
                 if (size == inFlight.length) {
                     long[] grown = new long[size * 2];
+                    long[] grownIncarnations = new long[size * 2];
                     for (int i = 0; i < size; i++) {
                         grown[i] = inFlight[(head + i) % size];
+                        grownIncarnations[i] = incarnations[(head + i) % size];
                     }
                     inFlight = grown;
+                    incarnations = grownIncarnations;
                     head = 0;
                 }
                 inFlight[(head + size) % inFlight.length] = sourceOffset;
+                incarnations[(head + size) % inFlight.length] = incarnation.get();
                 size++;
                 tally.sent(bytes);
             }
@@ -345,6 +377,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
                     return;  // a record sent without a partition
                 }
                 long upstream = inFlight[head];
+                long readIn = incarnations[head];
                 head = (head + 1) % inFlight.length;
                 size--;
                 if (exception != null) {
@@ -354,7 +387,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
                     }
                 } else if (!broken) {
                     if (upstream >= 0) {
-                        tally.advance(upstream + 1);
+                        tally.advance(readIn, upstream + 1);
                     }
                     if (writer != null && upstream >= 0 && metadata.hasOffset()) {
                         writer.acked(state, upstream, metadata.offset());

@@ -1,5 +1,7 @@
 package io.mirrord.source;
 
+import io.mirrord.positions.GroupCommitter;
+import io.mirrord.positions.Positions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -51,11 +53,16 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     private long listedAt;
     private Map<TopicPartition, Long> latest;
     private final Map<TopicPartition, Long> firsts = new HashMap<>();  // new partitions' start, as planned
+    private final Set<TopicPartition> recreated = new HashSet<>();  // read from their start in the batch planned now
+    private Map<TopicPartition, Long> planned = Map.of();  // the last planned batch's incarnations
     private volatile boolean realTime;
     private volatile boolean stopped;
 
     GroupedStream(SourceOptions options) {
         this.options = options;
+        if (options.positionsGroup != null) {
+            GroupCommitter.start(options.positionsGroup, options.consumerConfig("positions"));
+        }
     }
 
     @Override
@@ -127,9 +134,13 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     /** Where each partition of a batch starts: the last batch's end, or a new partition's first offset. */
     private Map<TopicPartition, Long> starts(Map<TopicPartition, Long> start, Map<TopicPartition, Long> ends) {
         Set<TopicPartition> unknown = new HashSet<>();
+        for (TopicPartition tp : Positions.DRIVER.takeRewound(ends.keySet())) {
+            recreated.add(tp);
+            firsts.remove(tp);
+        }
         ends.forEach((tp, end) -> {
             Long from = start.get(tp);
-            if (from != null && from <= end) {
+            if (from != null && from <= end && !recreated.contains(tp)) {
                 firsts.remove(tp);
             } else if (!firsts.containsKey(tp)) {
                 unknown.add(tp);  // new, or recreated below where it was read to
@@ -145,7 +156,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         Map<TopicPartition, Long> from = new HashMap<>();
         ends.forEach((tp, end) -> {
             Long at = start.get(tp);
-            from.put(tp, at == null || at > end ? firsts.get(tp) : at);
+            from.put(tp, at == null || at > end || recreated.contains(tp) ? firsts.get(tp) : at);
         });
         return from;
     }
@@ -189,10 +200,12 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
                 untils.get(stream).put(tp, end);
             }
         });
+        recreated.clear();
+        planned = Positions.DRIVER.incarnations(ends.keySet());
         List<InputPartition> splits = new ArrayList<>();
         for (int i = 0; i < options.streams; i++) {
             if (!froms.get(i).isEmpty()) {
-                splits.add(new StreamSplit(run, i, froms.get(i), untils.get(i), options));
+                splits.add(new StreamSplit(run, i, froms.get(i), untils.get(i), planned, options));
             }
         }
         return splits.toArray(new InputPartition[0]);
@@ -204,9 +217,10 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         Set<TopicPartition> partitions = partitions(false);
         Set<TopicPartition> fresh = new HashSet<>(partitions);
         fresh.removeAll(start.keySet());
+        fresh.addAll(Positions.DRIVER.takeRewound(partitions));  // recreated: read from the start
         Map<TopicPartition, Long> from = new HashMap<>();
         start.forEach((tp, offset) -> {
-            if (partitions.contains(tp)) {
+            if (partitions.contains(tp) && !fresh.contains(tp)) {
                 from.put(tp, offset);
             }
         });
@@ -217,9 +231,10 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         }
         List<Map<TopicPartition, Long>> froms = groups();
         from.forEach((tp, offset) -> froms.get(Assignment.streamOf(tp, options.streams)).put(tp, offset));
+        planned = Positions.DRIVER.incarnations(from.keySet());
         InputPartition[] splits = new InputPartition[options.streams];
         for (int i = 0; i < options.streams; i++) {  // every stream, also one with nothing yet: it finds topics
-            splits[i] = new StreamSplit(run, i, froms.get(i), null, options);
+            splits[i] = new StreamSplit(run, i, froms.get(i), null, planned, options);
         }
         return splits;
     }
@@ -251,8 +266,13 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         return SourceOffset.parse(json);
     }
 
+    /**
+     * Spark committed the batch that ended at {@code end} (called as the next one is planned): its records are
+     * all acknowledged or never needed to be, so positions move there (docs/decisions.md §10).
+     */
     @Override
-    public void commit(Offset end) {
+    public synchronized void commit(Offset end) {
+        Positions.DRIVER.batchEnded(((SourceOffset) end).offsets, planned);
     }
 
     @Override
@@ -269,6 +289,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
             }
         }
         StreamConsumers.closeRun(run);
+        GroupCommitter.flush();
     }
 
     @Override

@@ -11,7 +11,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * The source's options, as the query passes them: {@code subscribePattern} (the whitelist, matched against
  * the whole topic name), {@code num.streams}, {@code startingOffsets} (earliest, latest, or Spark's Kafka
  * source's JSON, -2 earliest and -1 latest per partition), {@code topic.refresh.ms},
- * {@code maxOffsetsPerTrigger} (micro-batch mode), {@code poll.timeout.ms}, and {@code kafka.*}: the source
+ * {@code maxOffsetsPerTrigger} (micro-batch mode), {@code poll.timeout.ms}, {@code positions.group.id} (the
+ * group the acknowledged positions are committed to, docs/decisions.md §10), and {@code kafka.*}: the source
  * cluster's consumer properties.
  */
 final class SourceOptions implements Serializable {
@@ -26,9 +27,10 @@ final class SourceOptions implements Serializable {
     final long pollTimeoutMs;
     final long maxOffsetsPerTrigger;  // 0: no limit
     final Map<String, String> kafka;  // consumer properties, without the prefix
+    final String positionsGroup;  // the group mirrord's positions are committed to (null: none)
 
     private SourceOptions(Pattern pattern, int streams, String starting, long refreshMs, long pollTimeoutMs,
-                          long maxOffsetsPerTrigger, Map<String, String> kafka) {
+                          long maxOffsetsPerTrigger, Map<String, String> kafka, String positionsGroup) {
         this.pattern = pattern;
         this.streams = streams;
         this.starting = starting;
@@ -36,6 +38,7 @@ final class SourceOptions implements Serializable {
         this.pollTimeoutMs = pollTimeoutMs;
         this.maxOffsetsPerTrigger = maxOffsetsPerTrigger;
         this.kafka = kafka;
+        this.positionsGroup = positionsGroup;
     }
 
     static SourceOptions parse(Map<String, String> options) {
@@ -60,7 +63,8 @@ final class SourceOptions implements Serializable {
             options.getOrDefault("startingOffsets", "earliest").trim(),
             Long.parseLong(options.getOrDefault("topic.refresh.ms", String.valueOf(REFRESH_MS_DEFAULT))),
             Long.parseLong(options.getOrDefault("poll.timeout.ms", String.valueOf(POLL_TIMEOUT_MS_DEFAULT))),
-            Long.parseLong(options.getOrDefault("maxOffsetsPerTrigger", "0")), kafka);
+            Long.parseLong(options.getOrDefault("maxOffsetsPerTrigger", "0")), kafka,
+            options.getOrDefault("positions.group.id", "").isEmpty() ? null : options.get("positions.group.id"));
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.mirrord.source;
 
+import io.mirrord.positions.Incarnations;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -199,6 +200,9 @@ final class StreamConsumer {
                 log.warn("{}: offset {} is beyond the source's end (the topic was recreated); reading it from "
                     + "its start, {}", tp, at, start);
             }
+            if (at >= start) {  // what it reads now is not what the driver planned: not counted until planned
+                Incarnations.set(tp, Incarnations.UNKNOWN);
+            }
             consumer.seek(tp, start);
             if (tp.equals(current)) {
                 currentNext = start;
@@ -248,6 +252,7 @@ final class StreamConsumer {
         if (!ready.isEmpty()) {
             Map<TopicPartition, Long> starts = consumer.beginningOffsets(ready, ASK_TIMEOUT);
             starts.forEach((tp, start) -> {
+                Incarnations.set(tp, Incarnations.UNKNOWN);  // found here, not planned: counted from the next batch
                 consumer.seek(tp, start);
                 next.put(tp, start);
             });

@@ -1,5 +1,6 @@
 package io.mirrord.source;
 
+import io.mirrord.positions.Incarnations;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -20,6 +21,7 @@ final class StreamReader implements SupportsRealTimeRead<InternalRow> {
 
     StreamReader(StreamSplit split, StreamConsumer consumer) {
         this.consumer = consumer;
+        split.incarnations.forEach(Incarnations::set);  // before any record is handed out
         try {
             consumer.begin(split.from, split.until);
         } catch (RuntimeException e) {

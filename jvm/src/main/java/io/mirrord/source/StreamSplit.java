@@ -16,14 +16,16 @@ final class StreamSplit implements InputPartition {
     final int stream;
     final HashMap<TopicPartition, Long> from;
     final HashMap<TopicPartition, Long> until;  // null in real-time mode
+    final HashMap<TopicPartition, Long> incarnations;  // each partition's, as the driver planned it
     final SourceOptions options;
 
     StreamSplit(String run, int stream, Map<TopicPartition, Long> from, Map<TopicPartition, Long> until,
-                SourceOptions options) {
+                Map<TopicPartition, Long> incarnations, SourceOptions options) {
         this.run = run;
         this.stream = stream;
         this.from = new HashMap<>(from);
         this.until = until == null ? null : new HashMap<>(until);
+        this.incarnations = new HashMap<>(incarnations);
         this.options = options;
     }
 

@@ -1,6 +1,7 @@
 package io.mirrord.sink;
 
 import io.mirrord.metrics.Stats;
+import io.mirrord.positions.Incarnations;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -73,6 +74,22 @@ public class MirrorInterceptorTest {
 
     List<String> syncs(MirrorInterceptor interceptor) {
         return OffsetSyncWriterTest.written(interceptor.writer(), syncProducer);
+    }
+
+    @Test
+    void eachAcknowledgementNamesTheIncarnationItsRecordWasReadInWhenItWasSent() {
+        MirrorInterceptor interceptor = interceptor(Map.of());
+        TopicPartition source = new TopicPartition("orders", 3);
+        Incarnations.set(source, 7);
+        sent(interceptor, 3, 50);
+        sent(interceptor, 3, 51);
+        Incarnations.set(source, 8);  // the topic was recreated: its reader reads the new one
+        sent(interceptor, 3, 0);
+        acked(interceptor, 3, 0);
+        acked(interceptor, 3, 1);
+        assertArrayEquals(new long[] {7, 52}, stats.drain().positions.get("orders").get(3));
+        acked(interceptor, 3, 2);  // acknowledged after the change, read before it: the old one would be wrong
+        assertArrayEquals(new long[] {8, 1}, stats.drain().positions.get("orders").get(3));
     }
 
     @Test

@@ -1,0 +1,200 @@
+package io.mirrord.positions;
+
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one owner of every source partition's position (docs/decisions.md §10), on the driver: the offset
+ * after the contiguous prefix of the partition's records that the target acknowledged, in the partition's
+ * current incarnation. It is the only path that commits to the source group ({@link GroupCommitter}), and
+ * what the supervisor reads for lag, STATUS and resume.
+ *
+ * <p>Two inputs move a position forward, both only within the partition's current incarnation: the
+ * interceptors' acknowledgements ({@link #acknowledged}, tagged with the incarnation the record was read
+ * in), and the end of a batch Spark committed ({@link #batchEnded}: every record below it was acknowledged,
+ * or never needed to be: transaction markers, records a transform dropped). A new incarnation begins when
+ * the source goes back (a batch ends below the position: the topic was recreated under the reader) or the
+ * topic's id changes (recreated while nobody read it); its position starts unknown (nothing is committed
+ * for it) or at that batch's end, and whatever the old incarnation still acknowledges is ignored. So a
+ * position never passes a record of the current incarnation that the target does not hold.
+ */
+public final class Positions {
+    private static final Logger log = LoggerFactory.getLogger(Positions.class);
+    /** The driver's owner. */
+    public static final Positions DRIVER = new Positions();
+
+    private final Map<TopicPartition, Entry> entries = new HashMap<>();  // guarded by this
+
+    static final class Entry {
+        long incarnation;
+        long next = -1;  // -1: unknown in this incarnation, nothing to commit
+        long committed = -1;
+        String topicId;  // null: not known yet
+        boolean rewound;  // the topic's id changed: the next batch reads the partition from its start
+    }
+
+    private Entry entry(TopicPartition tp) {
+        return entries.computeIfAbsent(tp, k -> new Entry());
+    }
+
+    /** The incarnation a batch being planned reads each of these partitions in. */
+    public synchronized Map<TopicPartition, Long> incarnations(Collection<TopicPartition> partitions) {
+        Map<TopicPartition, Long> incarnations = new HashMap<>();
+        for (TopicPartition tp : partitions) {
+            incarnations.put(tp, entry(tp).incarnation);
+        }
+        return incarnations;
+    }
+
+    /** The target acknowledged the partition's records below {@code next}, all read in {@code incarnation}. */
+    public synchronized void acknowledged(TopicPartition tp, long incarnation, long next) {
+        Entry e = entries.get(tp);
+        if (e != null && e.incarnation == incarnation && next > e.next) {
+            e.next = next;
+        }
+    }
+
+    /**
+     * Spark committed a batch that read each partition up to {@code ends}, in the incarnations {@code planned}
+     * gave it when the batch was planned; partitions not planned here (read by a reader that found them on
+     * its own, or a batch of an earlier run) are left to their acknowledgements and the next batch.
+     */
+    public synchronized void batchEnded(Map<TopicPartition, Long> ends, Map<TopicPartition, Long> planned) {
+        ends.forEach((tp, end) -> {
+            Long incarnation = planned.get(tp);
+            Entry e = entries.get(tp);
+            if (incarnation == null || e == null || incarnation != e.incarnation || end < 0) {
+                return;
+            }
+            if (end < e.next) {  // the source went back under the reader: a new incarnation, read to `end`
+                e.incarnation++;
+                log.warn("{}: the source's offsets went back from {} to {} (the topic was recreated): its position "
+                        + "starts again there", tp, e.next, end);
+            }
+            e.next = end;
+        });
+    }
+
+    /**
+     * The source's topic ids now: a topic whose id changed was recreated, and each of its partitions begins a
+     * new incarnation with its position unknown.
+     */
+    public synchronized void topicIds(Map<String, String> ids) {
+        entries.forEach((tp, e) -> {
+            String id = ids.get(tp.topic());
+            if (id == null) {
+                return;
+            }
+            if (e.topicId != null && !e.topicId.equals(id)) {
+                e.incarnation++;
+                e.next = -1;
+                e.rewound = true;
+                log.warn("{}: the topic was recreated on the source (id {} is now {}): read again from its start",
+                        tp, e.topicId, id);
+            }
+            e.topicId = id;
+        });
+    }
+
+    /** Those of {@code partitions} recreated since last asked: the next batch reads them from their start. */
+    public synchronized Set<TopicPartition> takeRewound(Collection<TopicPartition> partitions) {
+        Set<TopicPartition> rewound = new HashSet<>();
+        for (TopicPartition tp : partitions) {
+            Entry e = entries.get(tp);
+            if (e != null && e.rewound) {
+                e.rewound = false;
+                rewound.add(tp);
+            }
+        }
+        return rewound;
+    }
+
+    /** These topics were deleted from the source: their positions are forgotten (a commit would be refused). */
+    public synchronized void forget(Collection<String> topics) {
+        entries.keySet().removeIf(tp -> topics.contains(tp.topic()));
+    }
+
+    /** The topics whose ids are worth asking for: those with a position here. */
+    public synchronized Set<String> topics() {
+        Set<String> topics = new HashSet<>();
+        entries.keySet().forEach(tp -> topics.add(tp.topic()));
+        return topics;
+    }
+
+    /**
+     * What has moved since the last commit: a position known in its incarnation, with the topic's id as the
+     * commit's metadata ({@link #METADATA_PREFIX}), which a resume checks against the topic's id then.
+     */
+    public synchronized Map<TopicPartition, OffsetAndMetadata> uncommitted() {
+        Map<TopicPartition, OffsetAndMetadata> moved = new HashMap<>();
+        entries.forEach((tp, e) -> {
+            if (e.next >= 0 && e.next != e.committed) {
+                moved.put(tp, new OffsetAndMetadata(e.next, e.topicId == null ? "" : METADATA_PREFIX + e.topicId));
+            }
+        });
+        return moved;
+    }
+
+    public static final String METADATA_PREFIX = "mirrord topic-id=";
+
+    /** These commits reached the group. */
+    public synchronized void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        offsets.forEach((tp, o) -> {
+            Entry e = entries.get(tp);
+            if (e != null) {
+                e.committed = o.offset();
+            }
+        });
+    }
+
+    /** The known positions, {@code {"topic":{"0":42}}}, for the supervisor (lag, STATUS). */
+    public synchronized String json() {
+        Map<String, Map<Integer, Long>> byTopic = new TreeMap<>();
+        entries.forEach((tp, e) -> {
+            if (e.next >= 0) {
+                byTopic.computeIfAbsent(tp.topic(), t -> new TreeMap<>()).put(tp.partition(), e.next);
+            }
+        });
+        StringBuilder json = new StringBuilder("{");
+        String sep = "";
+        for (Map.Entry<String, Map<Integer, Long>> t : byTopic.entrySet()) {
+            json.append(sep).append(quote(t.getKey())).append(":{");
+            String inner = "";
+            for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
+                json.append(inner).append('"').append(p.getKey()).append("\":").append(p.getValue());
+                inner = ",";
+            }
+            json.append('}');
+            sep = ",";
+        }
+        return json.append('}').toString();
+    }
+
+    /** For tests: forget everything. */
+    synchronized void clear() {
+        entries.clear();
+    }
+
+    private static String quote(String s) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                out.append('\\').append(c);
+            } else if (c < 0x20) {
+                out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+            } else {
+                out.append(c);
+            }
+        }
+        return out.append('"').toString();
+    }
+}

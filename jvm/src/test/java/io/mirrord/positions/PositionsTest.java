@@ -1,0 +1,90 @@
+package io.mirrord.positions;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
+
+/** The one owner of positions: forward within an incarnation, never past a record of the current one. */
+class PositionsTest {
+    private static final TopicPartition TP = new TopicPartition("orders", 0);
+
+    private static long next(Positions positions) {
+        OffsetAndMetadata o = positions.uncommitted().get(TP);
+        return o == null ? -1 : o.offset();
+    }
+
+    @Test
+    void acknowledgementsMoveThePositionForwardOnlyInThePlannedIncarnation() {
+        Positions positions = new Positions();
+        long incarnation = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, incarnation, 40);
+        positions.acknowledged(TP, incarnation, 30);  // an older producer's: never back
+        positions.acknowledged(TP, Incarnations.UNKNOWN, 90);  // read where the driver did not plan: not counted
+        assertEquals(40, next(positions));
+        positions.batchEnded(Map.of(TP, 45L), Map.of(TP, incarnation));  // past markers and dropped records
+        assertEquals(45, next(positions));
+        assertEquals("{\"orders\":{\"0\":45}}", positions.json());
+    }
+
+    @Test
+    void aBatchEndingBelowThePositionBeginsANewIncarnationAndTheOldOnesAcknowledgementsAreIgnored() {
+        Positions positions = new Positions();
+        long first = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, first, 50);
+        positions.batchEnded(Map.of(TP, 5L), Map.of(TP, first));  // the topic was recreated under the reader
+        assertEquals(5, next(positions));
+        positions.acknowledged(TP, first, 50);  // the old topic's last acknowledgements, arriving late
+        assertEquals(5, next(positions));
+        long second = positions.incarnations(List.of(TP)).get(TP);
+        assertTrue(second > first);
+        positions.acknowledged(TP, second, 8);
+        assertEquals(8, next(positions));
+    }
+
+    @Test
+    void aTopicWhoseIdChangedIsReadFromItsStartAndCommitsNothingUntilItsNewIncarnationIsAcknowledged() {
+        Positions positions = new Positions();
+        long first = positions.incarnations(List.of(TP)).get(TP);
+        positions.topicIds(Map.of("orders", "old"));
+        positions.acknowledged(TP, first, 50);
+        assertEquals("mirrord topic-id=old", positions.uncommitted().get(TP).metadata());
+        positions.committed(positions.uncommitted());
+        positions.topicIds(Map.of("orders", "new"));
+        assertTrue(positions.uncommitted().isEmpty());  // nothing known of the new topic yet
+        positions.acknowledged(TP, first, 60);  // the old incarnation's, or the new one's read as the old: ignored
+        positions.batchEnded(Map.of(TP, 70L), Map.of(TP, first));  // a batch planned before the change
+        assertTrue(positions.uncommitted().isEmpty());
+        assertEquals(Set.of(TP), positions.takeRewound(List.of(TP)));
+        assertEquals(Set.of(), positions.takeRewound(List.of(TP)));
+        long second = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, second, 3);
+        assertEquals(new OffsetAndMetadata(3, "mirrord topic-id=new"), positions.uncommitted().get(TP));
+    }
+
+    @Test
+    void aBatchOfAnEarlierRunIsLeftToTheAcknowledgements() {
+        Positions positions = new Positions();
+        positions.batchEnded(Map.of(TP, 70L), Map.of());
+        assertTrue(positions.uncommitted().isEmpty());
+    }
+
+    @Test
+    void onlyWhatMovedIsCommittedAndDeletedTopicsAreForgotten() {
+        Positions positions = new Positions();
+        long incarnation = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, incarnation, 10);
+        positions.committed(positions.uncommitted());
+        assertTrue(positions.uncommitted().isEmpty());
+        positions.acknowledged(TP, incarnation, 11);
+        assertEquals(11, next(positions));
+        positions.forget(Set.of("orders"));
+        assertTrue(positions.uncommitted().isEmpty());
+        assertEquals("{}", positions.json());
+    }
+}
