@@ -17,8 +17,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import BinaryIO
 
-from mirrord import fencing
 from mirrord.errors import MirrordError
+from mirrord.fencing.timing import bound_producer
 from mirrord.jars import connector_jars
 from mirrord.settings import translate
 from mirrord.settings.config import ClientConfig, Settings
@@ -182,7 +182,7 @@ class Flow:
                              settings.separator)
         sink, ignored = translate.sink_options(settings.producer)
         if settings.leader_election:  # the producer's timeouts inside the lease (docs/decisions.md §6)
-            sink = fencing.bound_producer(sink, settings.producer, settings.leader_session_timeout_ms)
+            sink = bound_producer(sink, settings.producer, settings.leader_session_timeout_ms)
         source = translate.consumer_to_spark(settings.consumer)
         for cfg in (settings.producer, settings.consumer):  # librdkafka's judgement first: it needs no JVM
             translate.check_librdkafka(cfg, translate.admin_settings(cfg, translate.SHAPE_OF_A_LOGIN))

@@ -120,17 +120,15 @@ class Mirroring:
             return None
 
     def overdue(self, now: float) -> float | None:
-        """How long the work in flight is overdue (query.Query.running_for), counting only the time both
-        clusters answered: a batch waiting for an unreachable cluster is not stuck. None between queries.
-        Raises when Spark's JVM does not answer."""
+        """How long the work in flight is overdue (query.Query.running_for) while both clusters answered (a
+        batch waiting for an unreachable cluster is not stuck); None between queries; raises if the JVM is gone."""
         query = self.query
         if query is None:
             self.spark._jvm.java.lang.System.nanoTime()  # JVM alive, between queries
             return None
         return min(query.running_for(now), self.clusters.up_for())
 
-    def forget(self) -> None:
-        """The query failed and is gone: the next start makes a new one."""
+    def forget(self) -> None:  # the query failed and is gone: the next start makes a new one
         self.query = None
 
     def on_progress(self, progress) -> None:
