@@ -1,6 +1,16 @@
+import os
+
 import pytest
 
 from tests.harness.kafka import start_pair
+
+
+@pytest.fixture(autouse=True)
+def production_jit(monkeypatch):
+    """Spark's drivers here keep the C2 compiler (the class archive only, tests/harness/jvm.py): these JVMs run
+    minutes of sustained streams and catch-ups, where C2's code pays back, as it does in production."""
+    if os.environ.get("MIRRORD_TEST_FAST_JVM", "1") == "1":
+        monkeypatch.setenv("MIRRORD_TEST_FAST_JVM", "cds")
 
 
 @pytest.fixture(scope="package")
