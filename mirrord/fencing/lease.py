@@ -76,6 +76,7 @@ class Lease:
         self.jvm = jvm if jvm is not None else JvmFence(spark)
         self.jvm.configure(self.timing.quarantine_ms)
         self.held = False
+        self._ended = False
         self.state = OFF
         self.until: Stamp | None = None  # the end of the last lease granted
         election.lease = self
@@ -115,8 +116,13 @@ class Lease:
     def _loop(self) -> None:
         """Pulses for as long as the process lives, also while mirrord stops (a stop may wait a minute for the
         target's acknowledgements), until the JVM is gone."""
-        while self.turn():
+        while not self._ended and self.turn():
             time.sleep(self.EVERY)
+
+    def end(self) -> None:
+        """mirrord is stopping Spark after a clean stop: no more pulses to a JVM on its way out."""
+        self.held = False
+        self._ended = True
 
     def turn(self) -> bool:
         """A tick; False once Spark's JVM is gone (it halted when the lease was fenced, or exited), which ends the

@@ -46,6 +46,8 @@ class Parts:
         waits), the election left (a standby takes over at once), Spark stopped and its JVM gone."""
         self.mirroring.stop(keep_alive)
         self.election.close()
+        if self.mirroring.lease is not None:
+            self.mirroring.lease.end()
         try:
             self.spark.stop()
         except Exception as exc:  # noqa: BLE001 - the JVM may already be gone; nothing left to save
