@@ -68,9 +68,9 @@ def group_starts(source: admin.Cluster, group: str, topics: dict[str, int],
     ids = source.topic_ids(topics) if any(m.startswith(TOPIC_ID) for _, m in committed.values()) else {}
     known = dict(checkpoint)
     for tp, (offset, metadata) in committed.items():
-        if not metadata.startswith(TOPIC_ID):
+        if not metadata.startswith(TOPIC_ID) or tp[0] not in ids:  # no id to judge by: the rule before ids
             known[tp] = max(offset, known.get(tp, -1))
-        elif ids.get(tp[0]) == metadata.removeprefix(TOPIC_ID):
+        elif ids[tp[0]] == metadata.removeprefix(TOPIC_ID):
             known[tp] = offset
         else:
             log.warning("%s-%d was recreated on the source since group %s's commit: it is read from its start",
