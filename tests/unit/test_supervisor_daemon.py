@@ -194,7 +194,7 @@ def test_a_hand_over_while_mirroring_fences_and_exits_75():
 def test_a_delivery_failure_restarts_the_query_and_abort_on_send_failure_ends_the_daemon():
     def script(world, turn):
         if turn == 3:
-            world.failure = ("delivery", "TimeoutException: Expiring 3 record(s)")
+            world.failure = ("delivery", "RecordTooLargeException: 2000000 bytes")
         if turn == 4:
             world.failure = None
         if turn == 20:
@@ -205,7 +205,7 @@ def test_a_delivery_failure_restarts_the_query_and_abort_on_send_failure_ends_th
     assert world.calls.count("start") == 2 and "forget" in world.calls
     world = World(script)
     d = daemon(world, abort_on_send_failure=True)
-    with pytest.raises(MirrordError, match="^streaming query failed: TimeoutException: Expiring 3 record"):
+    with pytest.raises(MirrordError, match="^streaming query failed: RecordTooLargeException: 2000000 bytes"):
         supervise(d)
 
 
