@@ -4,13 +4,15 @@ mirrord's producer interceptor (jvm/, `OffsetSyncWriter`) pairs each record's so
 the target offset the target acknowledged and writes syncs into a compacted topic on the target,
 in MirrorMaker 2's record format, by MirrorMaker 2's rules (a sync at every discontinuity, and at
 least every `offset.lag.max` records) plus one header: `mirrord.run.start`, the source offset from
-which, up to this sync, source and target offsets advanced together one for one.
+which, up to this sync, source and target offsets advanced together one for one. Its key is MirrorMaker
+2's followed by the writer's id, so that compaction keeps every writer's newest sync, and a sync carries
+its writer's earlier runs of the partition (`mirrord.writer.runs`): that newest sync alone shows every copy
+its writer made.
 
 Translation: where a sync's run covers the group's offset, it is exact; elsewhere MirrorMaker 2's
 rule after KAFKA-12468 applies (the newest sync at or below the group's offset: exactly at it → its
 target offset, above it → target offset + 1; never extrapolate), so a translated consumer may
-re-read but never skips a copy the syncs read show. What compaction of the topic can hide from it, and
-why no rule reading the topic can see it: docs/decisions.md §7.
+re-read but never skips a copy the syncs show, and compaction cannot hide one (docs/decisions.md §7).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import bisect
 import json
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from mirrord.kafka.admin import TopicReader
 
 MAX_SYNCS_PER_PARTITION = 64
 RUN_START_HEADER = "mirrord.run.start"
+EARLIER_RUNS_HEADER = "mirrord.writer.runs"
 
 
 @dataclass(frozen=True, order=True)
@@ -34,6 +37,7 @@ class OffsetSync:
     upstream: int
     downstream: int
     run_start: int | None = None  # None: only this one record is known to map (a MirrorMaker 2 sync)
+    earlier: tuple[OffsetSync, ...] = field(default=(), compare=False, repr=False)  # its writer's earlier runs
 
     @property
     def first(self) -> int:
@@ -43,16 +47,21 @@ class OffsetSync:
 
 def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]] | None = None) -> OffsetSync:
     """A record of the offset-syncs topic, in MirrorMaker 2's format: key = topic (int16 length + UTF-8)
-    and partition (int32); value = upstream and downstream offsets (int64 each), big-endian."""
+    and partition (int32), then mirrord's writer id (ignored here); value = upstream and downstream offsets
+    (int64 each), big-endian. mirrord's headers: the run start (int64), the writer's earlier runs (int64
+    triples: upstream, downstream, run start)."""
     (length,) = struct.unpack_from(">h", key, 0)
     topic = key[2:2 + length].decode("utf-8")
     (partition,) = struct.unpack_from(">i", key, 2 + length)
     upstream, downstream = struct.unpack_from(">qq", value, 0)
-    run_start = None
+    run_start, earlier = None, ()
     for name, raw in headers or ():
         if name == RUN_START_HEADER and raw is not None and len(raw) == 8:
             (run_start,) = struct.unpack(">q", raw)
-    return OffsetSync(topic, partition, upstream, downstream, run_start)
+        elif name == EARLIER_RUNS_HEADER and raw is not None and len(raw) % 24 == 0:
+            values = struct.unpack(f">{len(raw) // 8}q", raw)
+            earlier = tuple(OffsetSync(topic, partition, *values[i:i + 3]) for i in range(0, len(values), 3))
+    return OffsetSync(topic, partition, upstream, downstream, run_start, earlier)
 
 
 def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
@@ -127,6 +136,12 @@ class OffsetSyncStore:
         self._runs: dict[tuple[str, int], dict[tuple[int, int], OffsetSync]] = {}  # the same syncs, by run
 
     def add(self, sync: OffsetSync) -> None:
+        """A sync as read, with the earlier runs its writer sent along with it."""
+        for run in sync.earlier:
+            self._add(run)
+        self._add(replace(sync, earlier=()) if sync.earlier else sync)
+
+    def _add(self, sync: OffsetSync) -> None:
         tp = (sync.topic, sync.partition)
         syncs, runs = self._syncs.setdefault(tp, []), self._runs.setdefault(tp, {})
         self._insert(syncs, runs, sync)

@@ -9,26 +9,21 @@ them (also before the first copy); possibly the target topic deleted and recreat
 The syncs are the real writer's: every history is replayed through mirrord's `OffsetSyncWriter` in one JVM
 (`io.mirrord.sink.OffsetSyncReplay`, built by `make jars`): each writer's acknowledgements in order, a
 failed send resetting its run, its thread's flush ticks at any moment, its delayed sync flushed at the end.
-The syncs reach the topic in any order that keeps each writer's own. The topic is compacted by key, and
-every sync of a partition has the same key (topic, partition): compaction may remove any sync a later one
-follows (lazily, any subset of them, or as Kafka's cleaner leaves it: the newest of the cleaned part and
-all the rest); the newest always stays. The reader reads what is left, in order, into an `OffsetSyncStore`
-that thins each partition to its limit (64, and smaller limits so that short histories thin too).
+The syncs reach the topic in any order that keeps each writer's own. The topic is compacted by key, and a
+sync's key is (topic, partition, writer): compaction may remove any sync a later one of the same writer
+follows (lazily, any subset of them, or as Kafka's cleaner leaves it: the newest of each key in the cleaned
+part, and all the rest); each writer's newest always stays, carrying the writer's earlier runs. The reader
+reads what is left, in order, into an `OffsetSyncStore` that thins each partition to its limit (64, and
+smaller limits so that short histories thin too).
 
 The truth comes from the full record map: a group at source offset u may resume at target offset d only
 if every record at or after u that has a copy in the current topic has its last copy at or after d (it
 re-reads, never skips). Held here:
 - every copy a writer acknowledged is shown by a sync that writer emitted (a sync's run maps [run start,
   upstream] one for one);
-- translation (or None) is never ahead of the last copy of any record that the syncs read show: on every
-  history where compaction removed nothing, or nothing that alone showed a record's last copy, that is the
-  truth itself.
-Where compaction removed every sync that showed a record's last copy, nothing read shows that copy, and no
-rule reading this topic can respect it and still translate a target that held records before mirroring
-(the last test here: two histories, the same syncs stored, different true positions); how often translation
-then passes such a copy is counted (`STATS["outside"]`, printed with -s), and docs/decisions.md §7 says what
-bounds it. Also outside: copies no sync was ever written for (a writer killed before it flushed its delayed
-sync; records the interceptor does not hand to the writer).
+- translation (or None) is never ahead of that truth, whatever compaction and thinning left.
+Outside: copies no sync was ever written for (a writer killed before it flushed its delayed sync; records the
+interceptor does not hand to the writer), docs/decisions.md §7.
 """
 
 from __future__ import annotations
@@ -65,7 +60,7 @@ class Replay:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1)
 
     def syncs(self, lag_max: int, events: list[str]) -> list[tuple[str, OffsetSync]]:
-        """Each emitted sync, in the order emitted, with the writer that emitted it."""
+        """Each emitted sync, in the order emitted, with the writer that emitted it (its key)."""
         self._proc.stdin.write("\n".join([f"h {lag_max}", *events, "e"]) + "\n")
         self._proc.stdin.flush()
         line = self._proc.stdout.readline()
@@ -76,8 +71,10 @@ class Replay:
                                + self._err.read()[-2000:].decode(errors="replace"))
         out = []
         for token in line.split():
-            writer, up, down, run = token.split(":")
-            out.append((writer, OffsetSync("t", 0, int(up), int(down), int(run))))
+            writer, up, down, run, earlier = token.split(":")
+            values = [int(v) for v in earlier.split(",")] if earlier else []
+            runs = tuple(OffsetSync("t", 0, *values[i:i + 3]) for i in range(0, len(values), 3))
+            out.append((writer, OffsetSync("t", 0, int(up), int(down), int(run), runs)))
         return out
 
     def close(self) -> None:
@@ -94,7 +91,8 @@ def replay():
     if STATS["histories"]:
         print(f"\noffset translation property: {dict(STATS)}")
     if STATS["histories"] >= 1000:  # the histories are what this module says they are
-        for kind in ("compacted", "compacted away a last copy's syncs", "recreated", "thinned to 4",
+        for kind in ("compacted", "compacted to each writer's newest", "carried earlier runs",
+                     "carried earlier runs merged", "taken over behind a copy", "recreated", "thinned to 4",
                      f"thinned to {MAX_SYNCS_PER_PARTITION}"):
             assert STATS[kind] > 0, f"no history {kind}: {dict(STATS)}"
 
@@ -152,30 +150,34 @@ def history(c: Choices) -> tuple[list[str], list[int | None], int]:
     return events, target, n
 
 
-def log_order(c: Choices, emitted: list[tuple[str, OffsetSync]]) -> list[OffsetSync]:
-    """The syncs as the topic holds them: each writer's in the order it emitted them, the writers' interleaved
-    in any way (a writer's thread writes late: batches, delayed syncs, a slow producer)."""
+def log_order(c: Choices, emitted: list[tuple[str, OffsetSync]]) -> list[tuple[str, OffsetSync]]:
+    """The syncs as the topic holds them, with their writers: each writer's in the order it emitted them, the
+    writers' interleaved in any way (a writer's thread writes late: batches, delayed syncs, a slow producer)."""
     spread = c.below(16)
     last: dict[str, int] = {}
     keyed = []
     for i, (writer, sync) in enumerate(emitted):
         last[writer] = key = max(last.get(writer, 0), i + c.below(spread + 1))
-        keyed.append((key, i, sync))
-    return [sync for _, _, sync in sorted(keyed)]
+        keyed.append((key, i, writer, sync))
+    return [(writer, sync) for _, _, writer, sync in sorted(keyed)]
 
 
-def compacted(c: Choices, log: list[OffsetSync]) -> list[OffsetSync]:
-    """What compaction left: every sync has the key (topic, partition), so any sync a later one follows may
-    be gone (compaction is lazy: any subset of them); the newest stays."""
+def compacted(c: Choices, log: list[tuple[str, OffsetSync]]) -> list[OffsetSync]:
+    """What compaction left: a sync's key is (topic, partition, writer), so any sync a later one of its writer
+    follows may be gone (compaction is lazy: any subset of them); each writer's newest stays."""
+    newest = {writer: i for i, (writer, _) in enumerate(log)}
     mode = c.below(4)
     if mode == 0:  # not compacted (yet)
-        return log
-    if mode == 1:  # as Kafka's cleaner leaves it: the newest of the cleaned part, and the part not cleaned yet
-        cleaned = c.below(len(log))
-        return [s for i, s in enumerate(log) if i >= cleaned or i == cleaned - 1]
-    if mode == 2:  # lazily: any subset of the older ones
-        return [s for s in log[:-1] if c.below(2)] + log[-1:]
-    return log[-1:]  # fully: the newest only
+        keep = [True] * len(log)
+    elif mode == 1:  # as Kafka's cleaner leaves it: the newest of each key in the cleaned part, and the rest
+        cleaned = c.below(len(log) + 1)
+        last = {writer: i for i, (writer, _) in enumerate(log[:cleaned])}
+        keep = [i >= cleaned or last[writer] == i for i, (writer, _) in enumerate(log)]
+    elif mode == 2:  # lazily: any subset of those a later one of their writer follows
+        keep = [newest[writer] == i or c.below(2) == 1 for i, (writer, _) in enumerate(log)]
+    else:  # fully: each writer's newest only
+        keep = [newest[writer] == i for i, (writer, _) in enumerate(log)]
+    return [sync for (_, sync), kept in zip(log, keep, strict=True) if kept]
 
 
 def shown(syncs: list[OffsetSync]) -> set[tuple[int, int]]:
@@ -214,31 +216,33 @@ def test_translation_is_never_ahead_of_the_groups_true_position(replay, raw):
 
     last = {offset: position for position, offset in enumerate(target) if offset is not None}
     true = bounds(last, n)
-    evidence = shown(stored)
-    seen: dict[int, int] = {}  # the last copy the syncs read show, of each record that has one
-    for position, offset in enumerate(target):
-        if (offset, position) in evidence:
-            seen[offset] = position
-    known = bounds(seen, n)
-    if len(stored) == len(log):
-        assert known == true  # nothing compacted: the syncs read show every record's last copy
-
-    outside = 0
     for group in range(n + 1):
         got = store.translate("t", 0, group)
-        assert got is None or got <= known[group], (
-            f"group {group} translated to {got}, past a copy at {known[group]}; target {target}; "
+        assert got is None or got <= true[group], (
+            f"group {group} translated to {got}, past a copy at {true[group]}; target {target}; "
             f"syncs read {stored}; held {store.syncs('t', 0)}")
         STATS["groups"] += 1
         STATS["translated"] += got is not None
-        outside += got is not None and got > true[group]
-    STATS["outside"] += outside  # past a copy whose every sync compaction removed
-    STATS["histories with groups outside"] += outside > 0
     STATS["histories"] += 1
     STATS["compacted"] += len(stored) < len(log)
-    STATS["compacted away a last copy's syncs"] += known != true
+    STATS["compacted to each writer's newest"] += len(stored) == len({w for w, _ in log}) < len(log)
+    STATS["carried earlier runs"] += any(s.earlier for s in stored)
+    STATS["carried earlier runs merged"] += any(len(s.earlier) == 8 for _, s in emitted)
+    STATS["taken over behind a copy"] += taken_over_behind(events)
     runs = len({(s.first, s.downstream - (s.upstream - s.first)) for s in stored})
     STATS[f"thinned to {limit}"] += runs > limit
+
+
+def taken_over_behind(events: list[str]) -> bool:
+    """A writer copied a record another writer had copied before it: what MirrorMaker 2's key alone could hide
+    once compacted (a host taking over from a group behind what its predecessor copied)."""
+    first: dict[str, str] = {}
+    for e in events:
+        if e.startswith("a "):
+            _, writer, offset, _ = e.split()
+            if first.setdefault(offset, writer) != writer:
+                return True
+    return False
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
@@ -262,18 +266,32 @@ def test_one_writer_copying_one_for_one_translates_exactly(replay, first, count,
         assert store.translate("t", 0, first + count) == existing + count
 
 
-def test_compaction_can_leave_two_histories_the_same_syncs_and_different_true_positions(replay):
-    """Why the property holds for the copies the syncs read show, and not for a copy whose every sync
-    compaction removed (docs/decisions.md §7). In the first history the target topic held 3 records of
-    another producer, and host b copied source offset 1 to 3. In the second, host a copied 0..2 to 0..2 and
-    host b, taking over from a group offset of 1, copied 1 to 3; compaction kept b's sync, the newest of the
-    key. The topic now holds the same syncs for both: a group at 1 resumes exactly at 3 in the first (the
-    walkthrough of docs/decisions.md §2), and must resume at 2 or below in the second (record 2 is at 2 only)."""
+def test_compaction_keeps_each_writers_newest_sync_so_a_taken_over_copy_stays_shown(replay):
+    """The history that compaction made ambiguous under MirrorMaker 2's key (docs/decisions.md §7). In the
+    first, the target topic held 3 records of another producer, and host b copied source offset 1 to 3. In the
+    second, host a copied 0..2 to 0..2 and host b, taking over from a group offset of 1, copied 1 to 3. Keyed
+    by (topic, partition) alone, compaction could leave the same single sync of b's in both, and a group at 1
+    must resume at 3 in the first (exactly, the walkthrough of docs/decisions.md §2) but at 2 or below in the
+    second (record 2 is at 2 only). Keyed by writer too, a's newest sync stays beside b's: each resumes right."""
     prefilled = [s for _, s in replay.syncs(100, ["a b 1 3"])]
-    taken_over = [s for _, s in replay.syncs(100, ["a a 0 0", "a a 1 1", "a a 2 2", "f a", "a b 1 3"])]
-    assert taken_over[-1:] == prefilled == [OffsetSync("t", 0, 1, 3, 1)]  # compacted: the newest stays
+    taken_over = replay.syncs(100, ["a a 0 0", "a a 1 1", "a a 2 2", "f a", "a b 1 3"])
+    newest = {writer: sync for writer, sync in taken_over}  # fully compacted: each writer's newest
+    assert prefilled == [newest["b"]] == [OffsetSync("t", 0, 1, 3, 1)]
+    for kept, expected in ((prefilled, 3), (list(newest.values()), 1)):
+        store = OffsetSyncStore()
+        for sync in kept:
+            store.add(sync)
+        assert store.translate("t", 0, 1) == expected
+
+
+def test_a_writers_newest_sync_carries_its_earlier_runs(replay):
+    """A writer that rewound (a failed send, then its records again) and copied less far the second time: its
+    newest sync alone still shows the first run's copies, so a group there is not translated past them."""
+    events = [f"a w {o} {o}" for o in range(10)] + ["r w"] + [f"a w {o} {o + 6}" for o in range(4, 7)]
+    syncs = [s for _, s in replay.syncs(100, events)]
+    newest = syncs[-1]
+    assert (newest.upstream, newest.downstream, newest.first) == (6, 12, 4)
+    assert [(r.upstream, r.downstream, r.first) for r in newest.earlier] == [(9, 9, 0)]
     store = OffsetSyncStore()
-    for sync in prefilled:
-        store.add(sync)
-    true_prefilled, true_taken_over = 3, 2
-    assert store.translate("t", 0, 1) == true_prefilled > true_taken_over
+    store.add(newest)
+    assert store.translate("t", 0, 8) == 8  # record 8's only copy is at 8: the run 4..6 alone would say 13

@@ -28,7 +28,9 @@ import org.apache.kafka.common.TopicPartition;
  * f W            writer W's thread emits its delayed sync (every mirrord.offset.syncs.flush.ms)
  * r W            writer W's run is reset (a failed send, an offset unknown)
  * e              the end: every writer emits its delayed sync; prints the history's syncs in the order
- *                they were emitted, "W:UP:DOWN:RUNSTART" separated by spaces, on one line
+ *                they were emitted, "W:UP:DOWN:RUNSTART:EARLIER" separated by spaces, on one line, EARLIER
+ *                being the writer's earlier runs the sync carries, UP,DOWN,RUNSTART triples joined by
+ *                commas (empty if none)
  * </pre>
  *
  * Not used by mirrord itself; run as {@code java -cp <mirrord-jvm.jar, kafka-clients, slf4j-api>
@@ -112,7 +114,11 @@ public final class OffsetSyncReplay {
 
     private static void take(String name, OffsetSyncWriter writer, List<String> emitted) {
         for (OffsetSyncWriter.Sync sync : writer.takeQueued()) {
-            emitted.add(name + ":" + sync.upstream() + ":" + sync.downstream() + ":" + sync.runStart());
+            StringBuilder earlier = new StringBuilder();
+            for (long v : sync.earlier()) {
+                earlier.append(earlier.isEmpty() ? "" : ",").append(v);
+            }
+            emitted.add(name + ":" + sync.upstream() + ":" + sync.downstream() + ":" + sync.runStart() + ":" + earlier);
         }
     }
 }

@@ -5,6 +5,7 @@ import io.mirrord.metrics.WarnLimiter;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -26,12 +27,20 @@ import org.slf4j.LoggerFactory;
  * the upstream offset where its run began, a run being a stretch over which source and target offsets
  * advanced together one for one.
  *
+ * <p>Extended also so that compaction cannot hide a copy from translation (docs/decisions.md §7): the key
+ * is MirrorMaker 2's (topic, partition) followed by this writer's id (8 random bytes; Kafka's
+ * {@code OffsetSync.deserializeRecord} reads the first two fields and ignores the rest), so compaction
+ * keeps every writer's newest sync; and a sync carries, in the header {@value #EARLIER_RUNS_HEADER}, the
+ * writer's earlier runs of that partition (thinned to {@value PartitionState#EARLIER_RUNS}, never answering
+ * higher than they did), so its newest sync alone shows every copy the writer made.
+ *
  * <p>The rules ({@link PartitionState}) decide on the caller's thread, the producer's I/O thread; the
  * writing is done by the writer's own thread, so that a slow or missing syncs topic never holds up
  * the records being mirrored. That thread also emits the delayed syncs every {@code flushMs}.
  */
 final class OffsetSyncWriter implements AutoCloseable {
     static final String RUN_START_HEADER = "mirrord.run.start";
+    static final String EARLIER_RUNS_HEADER = "mirrord.writer.runs";
     /** Syncs waiting for the writer's thread beyond this many are dropped (and counted as errors). */
     static final int OUTBOX_CAPACITY = 100_000;
     /** How long the writer's thread gathers syncs after the first one before writing them. */
@@ -40,6 +49,7 @@ final class OffsetSyncWriter implements AutoCloseable {
 
     private final Producer<byte[], byte[]> producer;
     private final String topic;
+    private final long writerId = new SecureRandom().nextLong();  // a new key per writer: compaction keeps each one's newest
     private final long offsetLagMax;
     private final long flushMs;
     private final Stats stats;
@@ -223,7 +233,7 @@ final class OffsetSyncWriter implements AutoCloseable {
 
     private void send(Sync sync) {
         try {
-            producer.send(sync.toRecord(topic), (metadata, e) -> {
+            producer.send(sync.toRecord(topic, writerId), (metadata, e) -> {
                 if (e == null) {
                     stats.addSync();
                 } else {
@@ -253,16 +263,38 @@ final class OffsetSyncWriter implements AutoCloseable {
         }
     }
 
-    /** One offset sync: {@code upstream} in {@code source} is {@code downstream} in the target. */
-    record Sync(TopicPartition source, long upstream, long downstream, long runStart) {
-        /** MirrorMaker 2's {@code OffsetSync}, with the run start as a header, for partition 0 of {@code syncTopic}. */
-        ProducerRecord<byte[], byte[]> toRecord(String syncTopic) {
-            RecordHeaders headers = new RecordHeaders();
-            headers.add(RUN_START_HEADER, ByteBuffer.allocate(Long.BYTES).putLong(runStart).array());
-            return new ProducerRecord<>(syncTopic, 0, null, key(), value(), headers);
+    /**
+     * One offset sync: {@code upstream} in {@code source} is {@code downstream} in the target; {@code earlier}
+     * holds the writer's earlier runs of the partition as (upstream, downstream, run start) triples, by
+     * upstream offset.
+     */
+    record Sync(TopicPartition source, long upstream, long downstream, long runStart, long[] earlier) {
+        static final long[] NONE = new long[0];
+
+        Sync(TopicPartition source, long upstream, long downstream, long runStart) {
+            this(source, upstream, downstream, runStart, NONE);
         }
 
-        /** Kafka protocol STRING topic (INT16 length, UTF-8), INT32 partition. */
+        /**
+         * MirrorMaker 2's {@code OffsetSync} for partition 0 of {@code syncTopic}, its key followed by
+         * {@code writer}, with the run start and (if any) the earlier runs as headers.
+         */
+        ProducerRecord<byte[], byte[]> toRecord(String syncTopic, long writer) {
+            RecordHeaders headers = new RecordHeaders();
+            headers.add(RUN_START_HEADER, ByteBuffer.allocate(Long.BYTES).putLong(runStart).array());
+            if (earlier.length > 0) {
+                ByteBuffer runs = ByteBuffer.allocate(earlier.length * Long.BYTES);
+                for (long v : earlier) {
+                    runs.putLong(v);
+                }
+                headers.add(EARLIER_RUNS_HEADER, runs.array());
+            }
+            byte[] key = key();
+            byte[] keyed = ByteBuffer.allocate(key.length + Long.BYTES).put(key).putLong(writer).array();
+            return new ProducerRecord<>(syncTopic, 0, null, keyed, value(), headers);
+        }
+
+        /** MirrorMaker 2's key: Kafka protocol STRING topic (INT16 length, UTF-8), INT32 partition. */
         byte[] key() {
             byte[] name = source.topic().getBytes(StandardCharsets.UTF_8);
             return ByteBuffer.allocate(Short.BYTES + name.length + Integer.BYTES)
@@ -278,6 +310,8 @@ final class OffsetSyncWriter implements AutoCloseable {
     /** The rules for one source partition; no I/O, no locking (the writer locks). No allocation per record
      * but for the syncs it emits: it runs once per acknowledged record, on the producer's I/O thread. */
     static final class PartitionState {
+        /** Earlier runs a sync carries at most; beyond, the two lowest merge (see {@link #remember}). */
+        static final int EARLIER_RUNS = 8;
         private final TopicPartition source;
         private final long offsetLagMax;
         private boolean started;
@@ -287,6 +321,8 @@ final class OffsetSyncWriter implements AutoCloseable {
         private long lastSyncedDownstream;
         private boolean pending;  // the previous record is a delayed sync
         private Sync second;  // a second sync emitted by the last update, for takeEmitted()
+        private Sync furthest;  // the current run's sync furthest along, once one was emitted
+        private long[] earlier = Sync.NONE;  // the writer's earlier runs, as their furthest syncs (triples)
 
         PartitionState(TopicPartition source, long offsetLagMax) {
             this.source = source;
@@ -298,19 +334,22 @@ final class OffsetSyncWriter implements AutoCloseable {
             Sync first = null;
             second = null;
             if (!started || upstream != previousUpstream + 1 || downstream != previousDownstream + 1) {
-                Sync now = new Sync(source, upstream, downstream, upstream);
                 if (pending) {
-                    first = new Sync(source, previousUpstream, previousDownstream, runStart);  // the previous run's end
-                    second = now;
-                } else {
+                    first = emit(previousUpstream, previousDownstream);  // the previous run's end
+                }
+                endRun();
+                runStart = upstream;
+                Sync now = emit(upstream, downstream);
+                if (first == null) {
                     first = now;
+                } else {
+                    second = now;
                 }
                 pending = false;
-                runStart = upstream;
                 started = true;
             } else if (downstream - (lastSyncedDownstream + 1) >= offsetLagMax) {
                 pending = false;
-                first = new Sync(source, upstream, downstream, runStart);
+                first = emit(upstream, downstream);
             } else {
                 pending = true;
             }
@@ -335,13 +374,64 @@ final class OffsetSyncWriter implements AutoCloseable {
             }
             pending = false;
             lastSyncedDownstream = previousDownstream;
-            return new Sync(source, previousUpstream, previousDownstream, runStart);
+            return emit(previousUpstream, previousDownstream);
         }
 
         void reset() {
+            endRun();
             started = false;
             pending = false;
             second = null;
+        }
+
+        /** A sync of the current run, carrying the earlier runs; it is the run's furthest so far. */
+        private Sync emit(long upstream, long downstream) {
+            furthest = new Sync(source, upstream, downstream, runStart, earlier);
+            return furthest;
+        }
+
+        /** The current run ends: its furthest sync joins the earlier runs. */
+        private void endRun() {
+            if (furthest != null) {
+                earlier = remember(earlier, furthest.upstream(), furthest.downstream(), furthest.runStart());
+                furthest = null;
+            }
+        }
+
+        /**
+         * {@code runs} with one more, by upstream offset (a new array: the emitted syncs keep theirs). Beyond
+         * {@value #EARLIER_RUNS} the two lowest become one run of one record at the upper one's upstream
+         * offset, at the lower of the two runs' first target offsets: for every group it answers at or below
+         * what either did (docs/decisions.md §7), so only groups in old runs lose exactness.
+         */
+        static long[] remember(long[] runs, long upstream, long downstream, long runStart) {
+            int n = runs.length / 3;
+            int at = 0;
+            while (at < n && runs[3 * at] <= upstream) {
+                at++;
+            }
+            long[] out = new long[runs.length + 3];
+            System.arraycopy(runs, 0, out, 0, 3 * at);
+            out[3 * at] = upstream;
+            out[3 * at + 1] = downstream;
+            out[3 * at + 2] = runStart;
+            System.arraycopy(runs, 3 * at, out, 3 * at + 3, runs.length - 3 * at);
+            if (n + 1 <= EARLIER_RUNS) {
+                return out;
+            }
+            long lowest = Math.min(firstPosition(out, 0), firstPosition(out, 1));
+            long[] merged = new long[out.length - 3];
+            merged[0] = out[3];
+            merged[1] = lowest;
+            merged[2] = out[3];
+            System.arraycopy(out, 6, merged, 3, out.length - 6);
+            return merged;
+        }
+
+        /** Where the first record of run {@code i} of {@code runs} is in the target. */
+        private static long firstPosition(long[] runs, int i) {
+            long upstream = runs[3 * i];
+            return runs[3 * i + 1] - (upstream - Math.min(runs[3 * i + 2], upstream));
         }
     }
 }

@@ -2,6 +2,7 @@ package io.mirrord.sink;
 
 import io.mirrord.metrics.Stats;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -56,17 +57,26 @@ public class OffsetSyncWriterTest {
         byte[] topic = new byte[key.getShort()];
         key.get(topic);
         int partition = key.getInt();
-        assertEquals(0, key.remaining());
+        assertEquals(Long.BYTES, key.remaining());  // the writer's id
         ByteBuffer value = ByteBuffer.wrap(record.value());
         long upstream = value.getLong();
         long downstream = value.getLong();
         assertEquals(0, value.remaining());
         Header[] headers = record.headers().toArray();
-        assertEquals(1, headers.length);
         assertEquals(OffsetSyncWriter.RUN_START_HEADER, headers[0].key());
         long runStart = ByteBuffer.wrap(headers[0].value()).getLong();
+        StringBuilder earlier = new StringBuilder();
+        if (headers.length > 1) {
+            assertEquals(2, headers.length);
+            assertEquals(OffsetSyncWriter.EARLIER_RUNS_HEADER, headers[1].key());
+            ByteBuffer runs = ByteBuffer.wrap(headers[1].value());
+            while (runs.hasRemaining()) {
+                earlier.append(earlier.isEmpty() ? " after " : ", ")
+                        .append(runs.getLong()).append("→").append(runs.getLong()).append(" run ").append(runs.getLong());
+            }
+        }
         return new String(topic, StandardCharsets.UTF_8) + ":" + partition + " " + upstream + "→" + downstream
-                + " run " + runStart;
+                + " run " + runStart + earlier;
     }
 
     static void ackRun(OffsetSyncWriter writer, TopicPartition source, long upstream, long downstream, int count) {
@@ -112,7 +122,8 @@ public class OffsetSyncWriterTest {
         ackRun(writer, ORDERS, 0, 0, 3);
         ackRun(writer, ORDERS, 5, 3, 2);  // 3 and 4 compacted away or deleted
         writer.flushPending();
-        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0", "orders:3 5→3 run 5", "orders:3 6→4 run 5"),
+        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0", "orders:3 5→3 run 5 after 2→2 run 0",
+                "orders:3 6→4 run 5 after 2→2 run 0"),
                 written(writer, producer));
     }
 
@@ -121,7 +132,7 @@ public class OffsetSyncWriterTest {
         OffsetSyncWriter writer = writer(100);
         ackRun(writer, ORDERS, 0, 0, 2);
         ackRun(writer, ORDERS, 2, 5, 2);
-        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 1→1 run 0", "orders:3 2→5 run 2"), written(writer, producer));
+        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 1→1 run 0", "orders:3 2→5 run 2 after 1→1 run 0"), written(writer, producer));
     }
 
     @Test
@@ -129,7 +140,7 @@ public class OffsetSyncWriterTest {
         OffsetSyncWriter writer = writer(100);
         ackRun(writer, ORDERS, 0, 10, 2);
         ackRun(writer, ORDERS, 2, 0, 2);  // target topic recreated
-        assertEquals(List.of("orders:3 0→10 run 0", "orders:3 1→11 run 0", "orders:3 2→0 run 2"), written(writer, producer));
+        assertEquals(List.of("orders:3 0→10 run 0", "orders:3 1→11 run 0", "orders:3 2→0 run 2 after 1→11 run 0"), written(writer, producer));
     }
 
     @Test
@@ -137,7 +148,7 @@ public class OffsetSyncWriterTest {
         OffsetSyncWriter writer = writer(100);
         ackRun(writer, ORDERS, 0, 0, 3);
         ackRun(writer, ORDERS, 1, 3, 1);  // Spark retried the task: records again
-        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0", "orders:3 1→3 run 1"), written(writer, producer));
+        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0", "orders:3 1→3 run 1 after 2→2 run 0"), written(writer, producer));
     }
 
     @Test
@@ -159,17 +170,17 @@ public class OffsetSyncWriterTest {
         writer.flushPending();
         writer.reset(writer.state(ORDERS));  // nothing pending: nothing more
         writer.acked(ORDERS, 3, 3);  // contiguous, but the run was forgotten
-        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0", "orders:3 3→3 run 3"),
+        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 2→2 run 0", "orders:3 3→3 run 3 after 2→2 run 0"),
                 written(writer, producer));
     }
 
     @Test
     void recordIsMirrorMaker2sOffsetSyncWithTheRunStartHeader() {
         ProducerRecord<byte[], byte[]> record =
-                new OffsetSyncWriter.Sync(ORDERS, 0x0102L, 0x0304L, 0x0a0bL).toRecord(SYNCS);
+                new OffsetSyncWriter.Sync(ORDERS, 0x0102L, 0x0304L, 0x0a0bL).toRecord(SYNCS, 0x0c0dL);
         HexFormat hex = HexFormat.of();
-        // STRING "orders" (INT16 length 6 + UTF-8), INT32 3
-        assertEquals("0006" + "6f7264657273" + "00000003", hex.formatHex(record.key()));
+        // STRING "orders" (INT16 length 6 + UTF-8), INT32 3: MirrorMaker 2's key; INT64 the writer's id
+        assertEquals("0006" + "6f7264657273" + "00000003" + "0000000000000c0d", hex.formatHex(record.key()));
         // INT64 upstream, INT64 downstream
         assertEquals("0000000000000102" + "0000000000000304", hex.formatHex(record.value()));
         Header[] headers = record.headers().toArray();
@@ -178,6 +189,41 @@ public class OffsetSyncWriterTest {
         assertEquals("0000000000000a0b", hex.formatHex(headers[0].value()));
         assertEquals(0, record.partition());
         assertEquals(null, record.timestamp());
+    }
+
+    @Test
+    void eachSyncCarriesTheWritersEarlierRunsAndTheTwoLowestMergeBeyondEight() {
+        OffsetSyncWriter writer = writer(100);
+        for (int run = 0; run < 10; run++) {  // ten runs of two records, each rewinding by one
+            writer.acked(ORDERS, 10L * run, 3L * run);
+            writer.acked(ORDERS, 10L * run + 1, 3L * run + 1);
+            writer.reset(writer.state(ORDERS));
+        }
+        writer.acked(ORDERS, 500, 100);
+        List<String> syncs = written(writer, producer);
+        // ten runs, eight kept: runs 0, 1 and 2 (first records at 0, 3 and 6) merged into one record at 21, at 0;
+        // the later ones as they were
+        assertEquals("orders:3 500→100 run 500 after 21→0 run 21, 31→10 run 30, 41→13 run 40, 51→16 run 50, "
+                + "61→19 run 60, 71→22 run 70, 81→25 run 80, 91→28 run 90", syncs.get(syncs.size() - 1));
+        // the first run's syncs carry nothing: a writer that never rewinds writes MirrorMaker 2's record as before
+        assertEquals(1, producer.history().get(0).headers().toArray().length);
+    }
+
+    @Test
+    void everyWriterHasAKeyOfItsOwnAfterMirrorMaker2sKey() {
+        MockProducer<byte[], byte[]> other = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
+        OffsetSyncWriter first = writer(100);
+        OffsetSyncWriter second = new OffsetSyncWriter(other, SYNCS, 100, 1000, stats, false);
+        first.acked(ORDERS, 0, 0);
+        second.acked(ORDERS, 0, 1);
+        first.sendQueued();
+        second.sendQueued();
+        byte[] a = producer.history().get(0).key();
+        byte[] b = other.history().get(0).key();
+        byte[] mm2 = new OffsetSyncWriter.Sync(ORDERS, 0, 0, 0).key();
+        assertArrayEquals(mm2, java.util.Arrays.copyOf(a, mm2.length));
+        assertArrayEquals(mm2, java.util.Arrays.copyOf(b, mm2.length));
+        assertFalse(java.util.Arrays.equals(a, b));
     }
 
     @Test
