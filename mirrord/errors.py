@@ -45,6 +45,11 @@ class ClusterUnavailable(MirrordError):
     exit_status = EX_UNAVAILABLE
 
 
+class NotConfirmed(MirrordError):
+    """The election's coordinator has not confirmed this host's hold within the lease (or a lapsed lease's
+    records may still be delivered): the query does not start yet; an outage of the election, not a fault."""
+
+
 class Fenced(MirrordError):
     """This host lost the flow's election while mirroring: its JVM was halted so that nothing more reaches
     the target; systemd restarts mirrord (Restart=on-failure), as a standby."""

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 
-from mirrord.errors import Fenced, MirrordError
+from mirrord.errors import Fenced, NotConfirmed
 from mirrord.fencing.election import Election  # noqa: F401
 from mirrord.fencing.timing import Clock, Stamp, Timing, lease_ms  # noqa: F401
 
@@ -139,12 +139,12 @@ class Lease:
         return True
 
     def hold(self) -> None:
-        """The query is about to start: the lease granted now, or the start refused (MirrordError, retried;
+        """The query is about to start: the lease granted now, or the start refused (NotConfirmed, retried;
         Fenced when this host is fenced)."""
         if self.jvm.pulse() == FENCED:
             raise Fenced("this host is fenced: restart as a standby")
         if not self._grant():
-            raise MirrordError("this host's hold on the flow is not confirmed now (the election's coordinator has "
+            raise NotConfirmed("this host's hold on the flow is not confirmed now (the election's coordinator has "
                                "not accepted a commit within the lease, or a lapsed lease's records may still be "
                                "delivered)")
         self.held = True

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from mirrord.errors import EX_TEMPFAIL, ConfigError, Fenced, MirrordError
+from mirrord.errors import EX_TEMPFAIL, ConfigError, Fenced, MirrordError, NotConfirmed
 from mirrord.metrics import Metrics
 
 log = logging.getLogger("mirrord")
@@ -261,6 +261,9 @@ def _start_failed(state: State, failed: StartFailed) -> tuple[State, list[Action
         return replace(state, phase=Phase.FENCED), [Exit(failed.error)]
     if isinstance(failed.error, ConfigError):
         return replace(state, phase=Phase.FAILED), [Exit(failed.error)]
+    if isinstance(failed.error, NotConfirmed):  # the election's outage: waited out, never a reason to give up
+        return replace(state, phase=Phase.RETRYING, retry_at=failed.now + RESTART_BACKOFF), [
+            Log(logging.WARNING, f"not starting yet, retrying in {RESTART_BACKOFF:.0f}s: {failed.why}")]
     # Anything else: a cluster that went away meanwhile, most likely; the next round retries.
     state = replace(state, start_failures=state.start_failures + 1)
     if state.start_failures >= START_ATTEMPTS and failed.up_for > START_ATTEMPTS * RESTART_BACKOFF:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mirrord.errors import ConfigError, Fenced, MirrordError
+from mirrord.errors import ConfigError, Fenced, MirrordError, NotConfirmed
 from mirrord.metrics import Metrics
 from mirrord.supervisor.states import (
     RESTART_BACKOFF,
@@ -188,6 +188,14 @@ def test_the_last_failed_start_while_both_clusters_answered_all_along_fails():
     assert step(State(Phase.STARTING, start_failures=START_ATTEMPTS - 1), failed) == (
         State(Phase.FAILED, start_failures=START_ATTEMPTS), [
             CountError("query"), Exit(MirrordError("cannot start the streaming query: boom"))])
+
+
+def test_a_hold_not_confirmed_yet_is_waited_out_and_never_counts_towards_giving_up():
+    error = NotConfirmed("this host's hold on the flow is not confirmed now")
+    failed = StartFailed(NOW, error, str(error), up_for=1e6)
+    assert step(State(Phase.STARTING, start_failures=START_ATTEMPTS - 1), failed) == (
+        State(Phase.RETRYING, retry_at=NOW + RESTART_BACKOFF, start_failures=START_ATTEMPTS - 1), [
+            Log(logging.WARNING, f"not starting yet, retrying in 5s: {error}")])
 
 
 def test_failed_starts_go_on_while_the_clusters_have_not_answered_long():
