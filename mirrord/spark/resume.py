@@ -59,6 +59,14 @@ def _spec(topics: dict[str, int], known: dict[TP, int], default: int) -> str:
 
 
 TOPIC_ID = "mirrord topic-id="  # io.mirrord.positions.Positions.METADATA_PREFIX
+ID_LENGTH = 22  # a Kafka Uuid as Java spells it: URL-safe base64, no padding
+
+
+def committed_id(metadata: str) -> str:
+    """The topic id in mirrord's commit metadata: the 22 characters after the prefix. confluent-kafka copies a
+    fetched metadata string up to a NUL (mirrord's JVM ends it with one; commits from before 0.5 did not, and
+    bytes from past their end could follow)."""
+    return metadata.removeprefix(TOPIC_ID)[:ID_LENGTH]
 
 
 def group_starts(source: admin.Cluster, group: str, topics: dict[str, int],
@@ -70,7 +78,7 @@ def group_starts(source: admin.Cluster, group: str, topics: dict[str, int],
     for tp, (offset, metadata) in committed.items():
         if not metadata.startswith(TOPIC_ID) or tp[0] not in ids:  # no id to judge by: the rule before ids
             known[tp] = max(offset, known.get(tp, -1))
-        elif ids[tp[0]] == metadata.removeprefix(TOPIC_ID):
+        elif ids[tp[0]] == committed_id(metadata):
             known[tp] = offset
         else:
             log.warning("%s-%d was recreated on the source since group %s's commit: it is read from its start",

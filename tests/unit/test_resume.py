@@ -96,3 +96,13 @@ def test_the_checkpoint_decides_when_the_owners_commits_say_the_same(tmp_path):
     checkpoint(tmp_path, {"t": {"0": 10, "1": 20}})
     source = Source({("t", 0): owned(10), ("t", 1): owned(20)}, ids={"t": "AAAAAAAAAAAAAAAAAAAAAQ"})
     assert resume(settings(tmp_path), "earliest", source, TOPICS) == Resume("earliest")
+
+
+def test_an_owners_commit_read_with_bytes_past_its_end_still_names_its_topic(tmp_path):
+    """confluent-kafka copies fetched metadata up to a NUL: a commit without one (mirrord before 0.5) came back
+    with whatever followed it in memory; the id is the 22 characters after the prefix."""
+    checkpoint(tmp_path, {"t": {"0": 50, "1": 60}})
+    topic_id = "AAAAAAAAAAAAAAAAAAAAAQ"
+    source = Source({("t", 0): owned(5, topic_id + "\x01\x7f"), ("t", 1): owned(6, topic_id)}, ids={"t": topic_id})
+    where = resume(settings(tmp_path), "earliest", source, TOPICS)
+    assert json.loads(where.starting) == {"t": {"0": 5, "1": 6}}

@@ -138,12 +138,17 @@ public final class Positions {
         Map<TopicPartition, OffsetAndMetadata> moved = new HashMap<>();
         entries.forEach((tp, e) -> {
             if (e.next >= 0 && e.next != e.committed) {
-                moved.put(tp, new OffsetAndMetadata(e.next, e.topicId == null ? "" : METADATA_PREFIX + e.topicId));
+                moved.put(tp, new OffsetAndMetadata(e.next, e.topicId == null ? "" : METADATA_PREFIX + e.topicId + "\0"));
             }
         });
         return moved;
     }
 
+    /**
+     * The metadata is this prefix, the topic's id, and a NUL, as confluent-kafka's own commits store theirs:
+     * confluent-kafka (2.16.1) copies fetched metadata up to a NUL, so without one the supervisor read bytes
+     * past its end (a topic id with garbage after it, or an undecodable string).
+     */
     public static final String METADATA_PREFIX = "mirrord topic-id=";
 
     /** These commits reached the group. */

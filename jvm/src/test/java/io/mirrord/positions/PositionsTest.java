@@ -53,7 +53,7 @@ class PositionsTest {
         long first = positions.incarnations(List.of(TP)).get(TP);
         positions.topicIds(Map.of("orders", "old"));
         positions.acknowledged(TP, first, 50);
-        assertEquals("mirrord topic-id=old", positions.uncommitted().get(TP).metadata());
+        assertEquals("mirrord topic-id=old\0", positions.uncommitted().get(TP).metadata());
         positions.committed(positions.uncommitted());
         positions.topicIds(Map.of("orders", "new"));
         assertTrue(positions.uncommitted().isEmpty());  // nothing known of the new topic yet
@@ -64,7 +64,7 @@ class PositionsTest {
         assertEquals(Set.of(), positions.takeRewound(List.of(TP)));
         long second = positions.incarnations(List.of(TP)).get(TP);
         positions.acknowledged(TP, second, 3);
-        assertEquals(new OffsetAndMetadata(3, "mirrord topic-id=new"), positions.uncommitted().get(TP));
+        assertEquals(new OffsetAndMetadata(3, "mirrord topic-id=new\0"), positions.uncommitted().get(TP));
     }
 
     @Test
