@@ -45,10 +45,20 @@ def jvm():
 
 
 def test_a_kafka_client_error_anywhere_in_the_causes_is_a_delivery_failure(jvm):
-    why = "Expiring 3 record(s) for t-0: 120000 ms has passed"
+    why = "The message is 2000000 bytes when serialized which is larger than 1048576"
+    refused = jvm.org.apache.kafka.common.errors.RecordTooLargeException(why)
+    wrapped = jvm.org.apache.spark.SparkException("Job aborted", jvm.java.util.concurrent.ExecutionException(refused))
+    assert failure(StoppedQuery(wrapped)) == (
+        "delivery", f"org.apache.kafka.common.errors.RecordTooLargeException: {why}")
+
+
+def test_a_kafka_client_timeout_anywhere_in_the_causes_is_a_timeout(jvm):
+    """A cluster that did not answer within the client's timeouts (bounded by the lease): an outage, not a
+    refused send (docs/decisions.md §5)."""
+    why = "Expiring 3 record(s) for t-0: 3000 ms has passed since batch creation"
     expired = jvm.org.apache.kafka.common.errors.TimeoutException(why)
     wrapped = jvm.org.apache.spark.SparkException("Job aborted", jvm.java.util.concurrent.ExecutionException(expired))
-    assert failure(StoppedQuery(wrapped)) == ("delivery", f"org.apache.kafka.common.errors.TimeoutException: {why}")
+    assert failure(StoppedQuery(wrapped)) == ("timeout", f"org.apache.kafka.common.errors.TimeoutException: {why}")
 
 
 def test_other_errors_are_query_failures(jvm):
