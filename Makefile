@@ -47,9 +47,10 @@ jvm-test:
 
 setup: $(VENV)/.installed jars
 
-# The whole test suite, against real Kafka brokers started by the harness.
+# The whole test suite, against real Kafka brokers started by the harness: two pytest processes at once, the
+# tests that mostly wait beside the rest (tests/lanes.py).
 test: setup system-deps jvm-test
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m tests.lanes $(PYTEST_ARGS)
 
 unit: setup
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
