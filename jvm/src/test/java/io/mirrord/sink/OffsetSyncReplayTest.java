@@ -28,8 +28,9 @@ public class OffsetSyncReplayTest {
                 "a x 0 0", "a x 1 1", "r x",  // the delayed 1→1 emitted when the run is reset
                 "a x 3 2",
                 "e", ""));
-        assertEquals("x:0:0:0 y:5:2:5 x:1:1:0 x:2:3:2 x:3:4:2\n"
-                + "x:0:0:0 x:1:1:0 x:3:2:3\n", out);
+        // after the fourth field, the writer's earlier runs the sync carries (UP,DOWN,RUNSTART triples)
+        assertEquals("x:0:0:0: y:5:2:5: x:1:1:0: x:2:3:2:1,1,0 x:3:4:2:1,1,0\n"
+                + "x:0:0:0: x:1:1:0: x:3:2:3:1,1,0\n", out);
     }
 
     @Test
