@@ -48,7 +48,7 @@ jvm-test:
 setup: $(VENV)/.installed jars
 
 # The whole test suite, against real Kafka brokers started by the harness: two pytest processes at once, the
-# tests that mostly wait beside the rest (tests/lanes.py).
+# outage and alert tests, which wait minutes, beside the rest (tests/lanes.py).
 test: setup system-deps jvm-test
 	$(PY) -m tests.lanes $(PYTEST_ARGS)
 

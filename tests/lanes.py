@@ -1,8 +1,7 @@
 """`make test`: the suite in two pytest processes at once, so that its minutes of waiting overlap its work.
 
-Most of the side lane waits: outages that last minutes by design, a host cut off until its lease lapses, an
-alert's `for:` window, packages built and installed in containers, a role converged by molecule, systemd
-booted in a container. It runs with its own brokers and temporary
+The side lane waits: outages that last minutes by design (four and a half of them), an alert's `for:`
+window. It runs with its own brokers and temporary
 directory beside the main lane, its output kept in a file and printed after the main lane's; the exit status
 is the worse of the two (pytest's 5, nothing selected, counts as success). Arguments go to both lanes; with
 test paths among them, one pytest runs them as given.
@@ -19,8 +18,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SIDE = ["tests/faults/test_outages.py", "tests/faults/test_partition.py", "tests/observability/test_prometheus_live.py",
-        "tests/packaging", "tests/system"]
+# Only tests that wait and hold no bound a busy machine breaks: on two cores, the packaging, systemd and partition
+# tests beside the rest saturated both (run queue 13-19) and the kill campaign and the partition test failed.
+SIDE = ["tests/faults/test_outages.py", "tests/observability/test_prometheus_live.py"]
 NOTHING_SELECTED = 5
 
 
