@@ -367,8 +367,10 @@ def test_the_trigger_mode_and_why_are_in_the_log_the_status_and_a_metric_and_bot
     source, target = kafka_pair
     topic = unique("mode")
     create_topic(source.bootstrap, topic, 3)
+    # recent timestamps: the brokers' 7-day retention deletes a segment of 2023's records at its next check
+    base = int(time.time() * 1000) - 60_000
     sent = [{"partition": i % 3, "key": f"k{i}".encode(), "value": f"v{i}".encode(), "headers": [("h", b"\x00")],
-             "timestamp": 1_700_000_000_000 + i} for i in range(300)]
+             "timestamp": base + i} for i in range(300)]
     produce(source.bootstrap, topic, sent)
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=unique("mode-group"),
                         conf={"spark.master": master})
