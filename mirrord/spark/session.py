@@ -160,6 +160,7 @@ def default_parallelism(spark) -> int:
 
 KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"  # every Kafka client error extends it
 TIMEOUT = "org.apache.kafka.common.errors.TimeoutException"  # a cluster did not answer within a client timeout
+LAPSED = "io.mirrord.fencing.FencedError"  # a send refused: the lease lapsed (an outage; a halt ends the JVM instead)
 OUT_OF_RANGE = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
 
 
@@ -167,7 +168,8 @@ def failure(query) -> tuple[str, str] | None:
     """Why a stopped query stopped, as (kind, one line): kind "deleted" when the source deleted records
     before a real-time task read them (its reader does not skip them, as micro-batch's does), "timeout"
     when a Kafka client waited for a cluster longer than its timeouts allow (with leader election they are
-    bounded by the lease: a broker's restart outlasts them), "delivery" when a cause is another Kafka client
+    bounded by the lease: a broker's restart outlasts them), "lapsed" when a send was refused because the
+    lease lapsed (the election could not be confirmed: an outage), "delivery" when a cause is another Kafka client
     exception (the target refused records), else "query"; None while it runs."""
     from py4j.java_gateway import is_instance_of
     from pyspark import SparkContext
@@ -182,6 +184,8 @@ def failure(query) -> tuple[str, str] | None:
     while cause is not None:
         if is_instance_of(SparkContext._gateway, cause, OUT_OF_RANGE):
             kind = "deleted"
+        elif kind == "query" and is_instance_of(SparkContext._gateway, cause, LAPSED):
+            kind = "lapsed"
         elif kind in ("query", "delivery") and is_instance_of(SparkContext._gateway, cause, TIMEOUT):
             kind = "timeout"
         elif kind == "query" and is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):

@@ -276,14 +276,14 @@ def _start_failed(state: State, failed: StartFailed) -> tuple[State, list[Action
 
 def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action]]:
     """What a failure means: restart past records deleted before they were read; from the checkpoint
-    after an outage (a cluster away now or lately, or a client that timed out waiting for one: the probe
-    may not have seen a broker's restart), or after a delivery failure unless abort.on.send.failure;
-    stop otherwise."""
+    after an outage (a cluster away now or lately, a client that timed out waiting for one, or a send refused
+    because the lease lapsed: the probe may not have seen the cluster go yet), or after a delivery failure
+    unless abort.on.send.failure; stop otherwise."""
     done: list[Action] = [Do.FORGET, CountError(failed.kind)]
     if failed.kind == "deleted":  # the next start resumes past them, and reports them lost
         return replace(state, phase=Phase.RETRYING, retry_at=failed.now), done + [Log(logging.WARNING, (
             f"the source deleted records before mirrord read them; restarting past them: {failed.why}"))]
-    if failed.recent_outage or failed.away or failed.kind == "timeout":
+    if failed.recent_outage or failed.away or failed.kind in ("timeout", "lapsed"):
         said = Log(logging.WARNING, "the streaming query stopped while a cluster was unreachable; it restarts from "
                    f"its checkpoint when both answer: {failed.why}")
     elif failed.abort_on_send_failure or failed.kind != "delivery":

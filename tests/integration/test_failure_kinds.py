@@ -61,6 +61,15 @@ def test_a_kafka_client_timeout_anywhere_in_the_causes_is_a_timeout(jvm):
     assert failure(StoppedQuery(wrapped)) == ("timeout", f"org.apache.kafka.common.errors.TimeoutException: {why}")
 
 
+def test_a_send_refused_because_the_lease_lapsed_is_a_lapse(jvm):
+    """The election could not be confirmed (the target away): an outage the probe may not have seen yet, not a
+    reason to end mirrord (docs/decisions.md §6)."""
+    why = "not sent to heartbeats: this host's lease lapsed (fenced)"
+    refused = jvm.io.mirrord.fencing.FencedError(why)
+    wrapped = jvm.org.apache.spark.SparkException("Job aborted", jvm.java.util.concurrent.ExecutionException(refused))
+    assert failure(StoppedQuery(wrapped)) == ("lapsed", f"io.mirrord.fencing.FencedError: {why}")
+
+
 def test_other_errors_are_query_failures(jvm):
     assert failure(StoppedQuery(jvm.java.lang.IllegalStateException("boom"))) == (
         "query", "java.lang.IllegalStateException: boom")

@@ -274,13 +274,15 @@ def test_a_delivery_failure_while_both_answer_is_retried_unless_abort_on_send_fa
         [Do.FORGET, CountError("delivery"), Exit(MirrordError(f"streaming query failed: {WHY}"))])
 
 
+@pytest.mark.parametrize("kind", ["timeout", "lapsed"])
 @pytest.mark.parametrize("abort", [False, True])
-def test_a_client_timeout_while_both_answer_is_an_outage_not_a_refused_send(abort):
-    # A broker's restart outlasts the lease-bounded timeouts before the probe sees the cluster away.
-    failed = QueryFailed(NOW, "timeout", WHY, abort_on_send_failure=abort)
+def test_a_client_timeout_or_a_lapsed_lease_while_both_answer_is_an_outage_not_a_refused_send(kind, abort):
+    # A broker's restart outlasts the lease-bounded timeouts, and a lapsed lease refuses sends, before the probe
+    # sees the cluster away.
+    failed = QueryFailed(NOW, kind, WHY, abort_on_send_failure=abort)
     assert step(MIRRORING, failed) == (
         State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW + RESTART_BACKOFF),
-        [Do.FORGET, CountError("timeout"), Log(logging.WARNING, OUTAGE_LINE)])
+        [Do.FORGET, CountError(kind), Log(logging.WARNING, OUTAGE_LINE)])
 
 
 def test_any_other_failure_while_both_answer_fails():
