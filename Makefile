@@ -47,8 +47,8 @@ jvm-test:
 
 setup: $(VENV)/.installed jars
 
-# The whole test suite, against real Kafka brokers started by the harness: two pytest processes at once, the
-# outage and alert tests, which wait minutes, beside the rest (tests/lanes.py).
+# The whole test suite, against real Kafka brokers started by the harness: two pytest lanes at once (the tests
+# that wait or hold no time bound beside the integration tests), then the fault tests alone (tests/lanes.py).
 test: setup system-deps jvm-test
 	$(PY) -m tests.lanes $(PYTEST_ARGS)
 

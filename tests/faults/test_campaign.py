@@ -13,7 +13,7 @@ from tests.harness.records import Trickle, committed_offsets, count, create_topi
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
 
 KILLS = 10
-RATE = 4000
+RATE = 2000
 AT_MOST = 900 * RATE  # the stream goes on until the last kill, however slow the restarts
 PER_KILL = 2 * RATE  # the acknowledgements since the last group commit (half a second), the records in flight
 
@@ -70,7 +70,7 @@ def test_the_source_and_the_target_broker_killed_and_restarted_mid_stream_lose_n
     create_topic(source.bootstrap, topic, 2)
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group)
     daemon = Mirrord(config).start()
-    trickle = Trickle(source.bootstrap, topic, 2, total=15_000, rate=500)
+    trickle = Trickle(source.bootstrap, topic, 2, total=12_000, rate=500)
     try:
         daemon.wait_ready()
         trickle.start()

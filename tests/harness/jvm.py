@@ -64,6 +64,12 @@ def _options(mode: str) -> str:
                      *(["-XX:TieredStopAtLevel=1"] if mode != "cds" else [])])
 
 
+def packaged_driver_options() -> str:
+    """spark.driver.extraJavaOptions for the packages' own pyspark (/opt/mirrord in a container, which the archive
+    does not match): the client compiler only, as above, unless MIRRORD_TEST_FAST_JVM is 0."""
+    return "" if os.environ.get("MIRRORD_TEST_FAST_JVM", "1") == "0" else "-XX:TieredStopAtLevel=1"
+
+
 def spark_section() -> str:
     """A mirrord.conf [spark] section with spark_driver_options(), or nothing: for configurations that have none."""
     options = spark_driver_options()

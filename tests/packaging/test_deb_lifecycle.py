@@ -22,6 +22,7 @@ import pytest
 
 from mirrord.settings import config
 from tests.harness.container import Container
+from tests.harness.jvm import packaged_driver_options
 from tests.harness.kafka import SCRAM_USER, KafkaBroker, free_port
 from tests.harness.mirrord import metric_value
 from tests.harness.records import committed_offsets, create_topic, end_offsets, produce, read_all, wait_until
@@ -67,7 +68,7 @@ def configure_instance(host: Container, name: str, settings: dict[str, str], con
     """/etc/mirrord/NAME/ as an operator writes it for mirrord@NAME.service (0640 root:mirrord); its
     mirrord.conf's path."""
     folder = f"/etc/mirrord/{name}"
-    spark = {"spark.driver.memory": "512m", **(spark or {})}
+    spark = {"spark.driver.memory": "512m", "spark.driver.extraJavaOptions": packaged_driver_options(), **(spark or {})}
     conf = ("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()) + sections
             + "\n[spark]\n" + "".join(f"{k} = {v}\n" for k, v in spark.items()))
     contents = {"mirrord.conf": conf, "consumer.properties": properties(consumer),
@@ -132,6 +133,7 @@ def write_config(host: Container, flow: dict[str, str]) -> str:
         f"whitelist = {flow['topic']}\n"
         "num.streams = 1\n"
         "\n[spark]\nspark.driver.memory = 512m\n"
+        f"spark.driver.extraJavaOptions = {packaged_driver_options()}\n"
     )
     host.write_file("/etc/mirrord/mirrord.conf", conf, 0o640)
     consumer = f"bootstrap.servers={flow['source']}\ngroup.id=mirrord-pkgtest\nauto.offset.reset=earliest\n"

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from tests.harness.jvm import packaged_driver_options
 from tests.harness.records import create_topic
 from tests.packaging.conftest import ROOT, Built, require_root_tools
 
@@ -44,7 +45,8 @@ def test_molecule_converges_idempotently_and_mirrors_through_both_flows(
     for flow in ("east", "west"):
         create_topic(source.bootstrap, f"{topic}-{flow}", 2)
     env = {**ansible_tools, "MIRRORD_TEST_DEB": str(deb.path), "MIRRORD_TEST_SOURCE": source.bootstrap,
-           "MIRRORD_TEST_TARGET": target.bootstrap, "MIRRORD_TEST_TOPIC": topic}
+           "MIRRORD_TEST_TARGET": target.bootstrap, "MIRRORD_TEST_TOPIC": topic,
+           "MIRRORD_TEST_JAVA_OPTIONS": packaged_driver_options()}
     proc = subprocess.run(["molecule", "test"], cwd=ROLE, env=env, capture_output=True, text=True,
                           timeout=1200, check=False)
     output = proc.stdout + proc.stderr
