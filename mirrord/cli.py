@@ -17,6 +17,7 @@ from pathlib import Path
 from mirrord import __version__
 from mirrord.errors import EX_CONFIG, EX_SOFTWARE, MirrordError, one_line
 from mirrord.settings import config
+from mirrord.settings.keys import EXACTLY_ONCE
 from mirrord.settings.redact import redact
 
 # flag → mirrord.conf key; MirrorMaker 1's spelling first.
@@ -139,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
 
             settings = load()
             check_transforms_alone(Flow.from_settings(settings))
-            print(f"mirrord: configuration OK; {check_line(settings.trigger, len(settings.transforms))}")
+            delivery = ("; delivery = exactly-once: Kafka transactions on the target (its consumers read with "
+                        "isolation.level=read_committed)" if settings.delivery == EXACTLY_ONCE else "")
+            print(f"mirrord: configuration OK; {check_line(settings.trigger, len(settings.transforms))}{delivery}")
             return 0
         from mirrord.supervisor.daemon import Daemon
         from mirrord.supervisor.notify import Notifier

@@ -109,6 +109,8 @@ class Metrics:
                         "answer", ["flow"], registry=r)
         self.mode = Gauge("mirrord_mode", "1 for the trigger mode the streaming query runs in (real-time or "
                           "micro-batch), 0 for the other", ["flow", "mode"], registry=r)
+        self.delivery = Gauge("mirrord_delivery", "1 for the delivery the flow runs with (at-least-once or "
+                              "exactly-once, docs/decisions.md §12), 0 for the other", ["flow", "delivery"], registry=r)
         self.state = Gauge("mirrord_state", "1 for the supervisor's state (starting, waiting, standby, mirroring, "
                            "outage, retrying, stopping, fenced, failed: docs/decisions.md §11), 0 for the others",
                            ["flow", "state"], registry=r)

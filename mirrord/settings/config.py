@@ -29,7 +29,9 @@ from mirrord.settings.files import (
 )
 from mirrord.settings.keys import (
     ALIAS_KEYS,
+    AT_LEAST_ONCE,
     AUTO,
+    EXACTLY_ONCE,
     KEYS,
     REQUIRED,
     Origin,
@@ -65,6 +67,8 @@ class Settings:
     max_offsets_per_trigger: int | None
     stall_timeout_ms: int
     trigger: str = AUTO
+    delivery: str = AT_LEAST_ONCE
+    transaction_interval_ms: int = 100
     checkpoint_interval_ms: int = 30000
     sync_topic_configs: bool = True
     sync_topic_configs_interval: float = 600.0
@@ -174,6 +178,8 @@ def load(
         max_offsets_per_trigger=values["max.offsets.per.trigger"],  # type: ignore[arg-type]
         stall_timeout_ms=int(values["stall.timeout.ms"]),  # type: ignore[arg-type]
         trigger=str(values["trigger"]),
+        delivery=str(values["delivery"]),
+        transaction_interval_ms=int(values["transaction.interval.ms"]),  # type: ignore[arg-type]
         checkpoint_interval_ms=int(values["checkpoint.interval.ms"]),  # type: ignore[arg-type]
         sync_topic_configs=bool(values["sync.topic.configs.enabled"]),
         sync_topic_configs_interval=float(values["sync.topic.configs.interval.seconds"]),  # type: ignore[arg-type]
@@ -214,6 +220,10 @@ def _check_together(s: Settings, origin: Callable[[str], Origin]) -> None:
     if s.replication_policy == "identity" and _servers(s.consumer) & _servers(s.producer):
         raise s.producer.error("bootstrap.servers", f"the source cluster's too ({s.consumer.path}): with "
                                "replication.policy=identity every record would be copied onto itself")
+    isolation = s.consumer.properties.get("isolation.level", "read_committed").strip()
+    if s.delivery == EXACTLY_ONCE and isolation != "read_committed":
+        raise s.consumer.error("isolation.level", f"must be read_committed with delivery = {EXACTLY_ONCE} (aborted "
+                               f"transactions of the source would be copied), got {isolation!r}")
 
 
 def fixed_changes(running: Settings, new: Settings) -> list[str]:
@@ -232,6 +242,7 @@ def fixed_changes(running: Settings, new: Settings) -> list[str]:
         (where(new.producer, "bootstrap.servers"), running.producer.properties.get("bootstrap.servers"),
          new.producer.properties.get("bootstrap.servers")),
         ("replication.policy", running.replication_policy, new.replication_policy),
+        ("delivery", running.delivery, new.delivery),
         ("leader.election.enabled", running.leader_election, new.leader_election),
         ("leader.session.timeout.ms", running.leader_session_timeout_ms, new.leader_session_timeout_ms),
         ("source.alias", running.source_alias, new.source_alias),

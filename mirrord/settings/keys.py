@@ -21,6 +21,10 @@ CHOICES = (AUTO, REAL_TIME, MICRO_BATCH)
 
 MIN_CHECKPOINT_INTERVAL_MS = 5000
 
+# `delivery`: docs/decisions.md §12
+AT_LEAST_ONCE = "at-least-once"
+EXACTLY_ONCE = "exactly-once"
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -87,6 +91,13 @@ def _trigger(text: str, origin: Origin) -> str:
     value = text.strip().lower()
     if value not in CHOICES:
         raise origin.error(f"must be {', '.join(CHOICES[:-1])} or {CHOICES[-1]}, got {text!r}")
+    return value
+
+
+def _delivery(text: str, origin: Origin) -> str:
+    value = text.strip().lower()
+    if value not in (AT_LEAST_ONCE, EXACTLY_ONCE):
+        raise origin.error(f"must be {AT_LEAST_ONCE} or {EXACTLY_ONCE}, got {text!r}")
     return value
 
 
@@ -157,6 +168,12 @@ KEYS: dict[str, Key] = {
                                   "often Spark checkpoints; new topics and partitions start at a batch's start"),
     "offset.commit.interval.ms": Key(_positive_int, "250", "micro-batch mode: the batch interval; each batch ends "
                                      "in a commit"),
+    "delivery": Key(_delivery, AT_LEAST_ONCE, "at-least-once (Spark's Kafka sink; a restart copies again what was "
+                    "in flight) or exactly-once (Kafka transactions on the target holding the records and the source "
+                    "positions they reach; target consumers read with isolation.level=read_committed)"),
+    "transaction.interval.ms": Key(_positive_int, "100", "exactly-once: how often each stream commits its "
+                                   "transaction, i.e. how long read_committed consumers of the target wait at most "
+                                   "for a record beyond its copy"),
     "abort.on.send.failure": Key(_boolean, "true", "exit on a failed send (else retry the batch in-process)"),
     "state.dir": Key(_text, "/var/lib/mirrord", "checkpoint and state root"),
     "metrics.listen": Key(_listen, "", "Prometheus endpoint HOST:PORT; empty disables it"),

@@ -24,7 +24,9 @@ import tempfile
 from mirrord.errors import ConfigError
 from mirrord.settings import transforms
 from mirrord.settings.flow import Flow
+from mirrord.settings.keys import EXACTLY_ONCE
 from mirrord.settings.policy import Policy
+from mirrord.spark import exactly_once
 from mirrord.spark.modes import Mode
 from mirrord.spark.session import ENVELOPE_UDF, spark_session
 
@@ -172,12 +174,16 @@ class Pipeline:
         return mirrored(reader.options(**options).load(), self.flow)
 
     def start(self, starting: str, mode: Mode):
+        """The query, started: into Spark's Kafka sink (at least once) or mirrord's transactional writer
+        (exactly once, exactly_once.py), which take the same columns."""
         s = self.flow.settings
-        writer = (self.records(starting, mode)
-                  .writeStream.format("kafka")
+        writer = (self.records(starting, mode).writeStream
                   .queryName(f"mirrord-{s.flow}")
-                  .options(**self.flow.sink_options)
                   .option("checkpointLocation", str(s.checkpoint_dir)))
+        if s.delivery == EXACTLY_ONCE:
+            writer._jwrite = writer._jwrite.foreach(exactly_once.java_writer(self.spark, self.flow, mode.streams))
+        else:
+            writer = writer.format("kafka").options(**self.flow.sink_options)
         if mode.real_time:
             writer = writer.outputMode("update").trigger(realTime=f"{s.checkpoint_interval_ms} milliseconds")
         else:

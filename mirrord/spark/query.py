@@ -18,7 +18,8 @@ from collections.abc import Callable
 from mirrord.kafka import admin
 from mirrord.positions import Positions
 from mirrord.settings.flow import Flow
-from mirrord.spark import resume
+from mirrord.settings.keys import EXACTLY_ONCE
+from mirrord.spark import exactly_once, resume
 from mirrord.spark.modes import Mode
 from mirrord.spark.pipeline import Pipeline
 from mirrord.spark.session import (
@@ -66,9 +67,16 @@ class Query:
         self._last_progress = 0.0
         self._trigger_since: float | None = None
 
-    def start(self, source: admin.Cluster, topics: dict[str, int]) -> resume.Resume:
-        """Starts the query; returns where it started (resume.resume)."""
-        where = resume.resume(self.flow.settings, self.flow.source_options.starting, source, topics)
+    def start(self, source: admin.Cluster, target: admin.Cluster, topics: dict[str, int]) -> resume.Resume:
+        """Starts the query; returns where it started (resume.resume, or in exactly-once mode, once every
+        earlier producer of the flow is fenced, resume.resume_committed)."""
+        s = self.flow.settings
+        if s.delivery == EXACTLY_ONCE:
+            exactly_once.fence_zombies(self.spark, self.flow, self.mode.streams)
+            committed = exactly_once.committed_positions(target, exactly_once.positions_topic(s))
+            where = resume.resume_committed(s, self.flow.source_options.starting, source, topics, committed)
+        else:
+            where = resume.resume(s, self.flow.source_options.starting, source, topics)
         self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode)
         self._last_progress = time.monotonic()
         return where
@@ -113,6 +121,8 @@ class Query:
             clean = in_flight(self.spark) == 0
         else:
             clean = stop_between_batches(self.spark, self.handle, grace)
+        if self.flow.settings.delivery == EXACTLY_ONCE:
+            self.spark._jvm.io.mirrord.sink.TransactionalWriter.closeAll()
         if not flush_positions(self.spark):  # the JVM commits every 250 ms; the last ones now
             log.warning("cannot commit the last acknowledged positions to group %s now; the next start copies "
                         "what they cover again", self.flow.settings.group_id)

@@ -112,3 +112,27 @@ def resume(settings: Settings, starting: str, source: admin.Cluster, topics: dic
         return Resume(starting)
     known.update({tp: stop for tp, (_, stop) in lost.items()})
     return Resume(_spec(topics, known, -2 if starting == "earliest" else -1), lost)
+
+
+def resume_committed(settings: Settings, starting: str, source: admin.Cluster, topics: dict[str, int],
+                     committed: dict[TP, int]) -> Resume:
+    """Exactly once (docs/decisions.md §12): each partition resumes where the target's committed transactions
+    reach (`committed`), whatever Spark's checkpoint says (it is started afresh); a partition no transaction
+    reached yet resumes where the source group says (a flow switched from at-least-once), else at `starting`.
+    A position past the partition's end is from before the topic was recreated: read from its start."""
+    known = group_starts(source, settings.group_id, topics, {})
+    mine = {tp: o for tp, o in committed.items() if tp[0] in topics and tp[1] < topics[tp[0]]}
+    ends = source.end_offsets(mine)
+    for tp, offset in mine.items():
+        if offset > ends.get(tp, offset):
+            log.warning("%s-%d ends at %d, before the position %d the target committed: the topic was recreated "
+                        "since; it is read from its start", tp[0], tp[1], ends[tp], offset)
+            offset = -2
+        known[tp] = offset
+    held = source.log_start_offsets(tp for tp, o in known.items() if o >= 0)
+    lost = {tp: (o, held[tp]) for tp, o in known.items() if tp in held and 0 <= o < held[tp]}
+    known.update({tp: stop for tp, (_, stop) in lost.items()})
+    log.info("resuming %d partitions from the positions the target committed, %d from group %s", len(mine),
+             len(set(known) - set(mine)), settings.group_id)
+    shutil.rmtree(settings.checkpoint_dir, ignore_errors=True)
+    return Resume(_spec(topics, known, -2 if starting == "earliest" else -1) if known else starting, lost)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from mirrord.errors import MirrordError
 from mirrord.jars import PACKAGE_DIR, connector_jars
 from mirrord.settings.config import Settings
+from mirrord.settings.keys import EXACTLY_ONCE
 from mirrord.settings.redact import SECRET_KEY, redact
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "false",  # streaming queries never use it; each start would warn
         **user,
         "spark.plugins": plugins,
+        # exactly once: a failed task fails the query, whose next start resumes from the target's transactions
+        # (a retried task would copy again what the failed one committed; docs/decisions.md §12)
+        **({"spark.task.maxFailures": "1", "spark.speculation": "false"} if settings.delivery == EXACTLY_ONCE else {}),
         # Spark's default misses kafka.sasl.jaas.config: mirrord's secret keys, and the operator's own regex
         "spark.redaction.regex": SECRET_KEY.pattern + (f"|(?:{own_regex})" if own_regex else ""),
     }
@@ -162,6 +166,8 @@ KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"  # every Kafka client
 TIMEOUT = "org.apache.kafka.common.errors.TimeoutException"  # a cluster did not answer within a client timeout
 LAPSED = "io.mirrord.fencing.FencedError"  # a send refused: the lease lapsed (an outage; a halt ends the JVM instead)
 OUT_OF_RANGE = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
+# exactly once: a transaction aborted (a record refused, the producer fenced): copied again from the target's positions
+TRANSACTION = "io.mirrord.sink.StreamTransactions$TransactionFailed"
 
 
 def failure(query) -> tuple[str, str] | None:
@@ -170,7 +176,8 @@ def failure(query) -> tuple[str, str] | None:
     when a Kafka client waited for a cluster longer than its timeouts allow (with leader election they are
     bounded by the lease: a broker's restart outlasts them), "lapsed" when a send was refused because the
     lease lapsed (the election could not be confirmed: an outage), "delivery" when a cause is another Kafka client
-    exception (the target refused records), else "query"; None while it runs."""
+    exception (the target refused records), "transaction" when exactly-once mode's transaction could not commit
+    (it was aborted), else "query"; None while it runs."""
     from py4j.java_gateway import is_instance_of
     from pyspark import SparkContext
 
@@ -184,6 +191,8 @@ def failure(query) -> tuple[str, str] | None:
     while cause is not None:
         if is_instance_of(SparkContext._gateway, cause, OUT_OF_RANGE):
             kind = "deleted"
+        elif kind == "query" and is_instance_of(SparkContext._gateway, cause, TRANSACTION):
+            kind = "transaction"
         elif kind == "query" and is_instance_of(SparkContext._gateway, cause, LAPSED):
             kind = "lapsed"
         elif kind in ("query", "delivery") and is_instance_of(SparkContext._gateway, cause, TIMEOUT):

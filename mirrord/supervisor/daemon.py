@@ -23,6 +23,7 @@ from mirrord.errors import MirrordError
 from mirrord.metrics import Metrics
 from mirrord.settings.config import Settings
 from mirrord.settings.flow import Flow
+from mirrord.settings.keys import EXACTLY_ONCE
 from mirrord.spark.pipeline import check_transforms
 from mirrord.spark.session import jvm_exit_status, one_line, spark_version
 from mirrord.supervisor import reload
@@ -202,7 +203,7 @@ class Daemon:
     def _status_line(self) -> str:
         standby = None if self.election.active() else self.settings.flow
         return status_line(self.parts.positions, self.parts.acks.rate, self.mirroring.mode, self.clusters.away(),
-                           standby, self.machine.phase.value)
+                           standby, self.machine.phase.value, self.settings.delivery == EXACTLY_ONCE)
 
 
 def announce(what: Do, settings: Settings, parts: Parts) -> None:
@@ -211,7 +212,8 @@ def announce(what: Do, settings: Settings, parts: Parts) -> None:
     if what is Do.STANDING_BY:
         log.info("standing by: another host mirrors flow %s (group %s)", s.flow, parts.election.leadership.group)
         return
-    log.info("mirroring %s -> %s, topics matching %r%s, %s", parts.source.bootstrap, parts.target.bootstrap,
-             s.whitelist, f" but not {s.topics_exclude!r}" if s.topics_exclude else "", parts.mirroring.master)
+    log.info("mirroring %s -> %s, topics matching %r%s, %s%s", parts.source.bootstrap, parts.target.bootstrap,
+             s.whitelist, f" but not {s.topics_exclude!r}" if s.topics_exclude else "", parts.mirroring.master,
+             ", exactly once (Kafka transactions on the target)" if s.delivery == EXACTLY_ONCE else "")
     for t in s.transforms:
         log.info("transform %s on topics matching %r", t.name, t.topics)

@@ -21,12 +21,14 @@ from mirrord.metrics import Metrics
 from mirrord.mm2.checkpoints import GroupTranslation
 from mirrord.positions import Positions
 from mirrord.settings.flow import Flow
-from mirrord.spark import modes
+from mirrord.settings.keys import AT_LEAST_ONCE, EXACTLY_ONCE
+from mirrord.spark import exactly_once, modes
 from mirrord.spark.query import Query, TargetTopics
 from mirrord.spark.session import default_parallelism, flush_positions, one_line
 from mirrord.supervisor.health import ClusterWatch
 
 log = logging.getLogger("mirrord")
+DELIVERIES = (AT_LEAST_ONCE, EXACTLY_ONCE)
 STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 
 
@@ -59,6 +61,10 @@ class Mirroring:
     def start(self) -> None:
         flow = self.flow
         self.translation.prepare()  # the offset-syncs topic, before the interceptors write to it
+        if flow.settings.delivery == EXACTLY_ONCE:
+            admin.ensure_internal_topic(self.target, exactly_once.positions_topic(flow.settings), "positions")
+        for name in DELIVERIES:
+            self.metrics.delivery.labels(flow.name, name).set(1 if name == flow.settings.delivery else 0)
         self._target_topics = TargetTopics(flow, self.source, self.target,
                                            lambda topic: self.metrics.config_refused.labels(flow.name, topic).inc())
         topics = self.topics()
@@ -71,14 +77,14 @@ class Mirroring:
             self.lease.hold()  # before the query sends anything (docs/decisions.md §6)
         query = Query(self.spark, flow, mode, self.positions)
         try:
-            where = query.start(self.source, topics)
+            where = query.start(self.source, self.target, topics)
         except Exception as exc:  # noqa: BLE001 - py4j wraps Spark's refusal
             refusal = one_line(str(exc))
             if not (mode.real_time and "STREAMING_REAL_TIME_MODE" in refusal):
                 raise
             self._set_mode(modes.Mode(modes.MICRO_BATCH, f"Spark refused real-time mode: {refusal}", mode.streams))
             query = Query(self.spark, flow, self.mode, self.positions)
-            where = query.start(self.source, topics)
+            where = query.start(self.source, self.target, topics)
         self.positions.report_deleted(where.lost)
         self.query = query
         self.metrics.up.labels(flow.name).set(1)

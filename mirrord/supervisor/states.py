@@ -286,6 +286,9 @@ def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action
     if failed.recent_outage or failed.away or failed.kind in ("timeout", "lapsed"):
         said = Log(logging.WARNING, "the streaming query stopped while a cluster was unreachable; it restarts from "
                    f"its checkpoint when both answer: {failed.why}")
+    elif failed.kind == "transaction":  # aborted: the next start copies its records again, once (decisions §12)
+        said = Log(logging.WARNING, "a transaction could not commit and was aborted; the query restarts from the "
+                   f"positions the target committed in {RESTART_BACKOFF:.0f}s: {failed.why}")
     elif failed.abort_on_send_failure or failed.kind != "delivery":
         return replace(state, phase=Phase.FAILED), done + [Exit(MirrordError(f"streaming query failed: {failed.why}"))]
     else:

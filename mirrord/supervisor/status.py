@@ -8,14 +8,14 @@ from mirrord.spark.modes import Mode
 
 
 def status_line(positions: Positions, rate: float, mode: Mode | None, away: list[str], standby_of: str | None,
-                state: str) -> str:
+                state: str, exactly_once: bool = False) -> str:
     """`away`: the clusters that do not answer; `standby_of`: the flow another host mirrors, on a standby;
-    `state`: the supervisor's (states.Phase)."""
+    `state`: the supervisor's (states.Phase); `exactly_once`: delivery = exactly-once."""
     p = positions
     lag = "?" if p.lag is None else p.lag
     topics = "?" if p.topics is None else p.topics
     lost = f", {p.lost} records lost (deleted before read)" if p.lost else ""
-    running = f", {mode.name} mode" if mode is not None else ""
+    running = (f", {mode.name} mode" if mode is not None else "") + (", exactly once" if exactly_once else "")
     line = (f"{p.mirrored} records mirrored, {rate:.0f} records/s, lag {lag} records, {topics} topics{running}{lost}"
             f"; state {state}")
     if away:

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mirrord.kafka.admin import retrying
@@ -113,6 +113,34 @@ def read_all(bootstrap: str, topic: str, timeout: float = 30) -> dict[int, list[
                                      tuple(msg.headers() or ()), ts, ts_type))
                 if msg.offset() + 1 >= wanted[p]:
                     done.add(p)
+    finally:
+        c.close()
+    return out
+
+
+def read_committed(bootstrap: str, topic: str, timeout: float = 60) -> dict[int, list[Record]]:
+    """Every committed record of every partition, as a consumer with isolation.level=read_committed reads
+    them (aborted transactions' records and the transactions' markers left out), up to each partition's
+    last stable offset."""
+    n = topic_partitions(bootstrap, topic)
+    out: dict[int, list[Record]] = {p: [] for p in range(n)}
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + uuid.uuid4().hex,
+                  "enable.auto.commit": False, "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(n)])
+        deadline = time.monotonic() + timeout
+        done: set[int] = set()
+        while len(done) < n:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"could not read {topic} to its last stable offsets")
+            for msg in c.consume(1000, timeout=1):
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        done.add(msg.partition())
+                    continue
+                ts_type, ts = msg.timestamp()
+                out[msg.partition()].append(Record(topic, msg.partition(), msg.offset(), msg.key(), msg.value(),
+                                                   tuple(msg.headers() or ()), ts, ts_type))
     finally:
         c.close()
     return out

@@ -118,6 +118,22 @@ def test_check_accepts_a_valid_configuration(files):
            "elsewhere"), result.stderr
 
 
+def test_exactly_once_is_said_by_check_and_refuses_a_source_read_uncommitted(files):
+    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = orders\ndelivery = exactly-once\n")
+    result = run("--config", "mirrord.conf", "--check", cwd=files)
+    assert result.returncode == 0 and result.stdout.strip().endswith(
+        "; delivery = exactly-once: Kafka transactions on the target (its consumers read with "
+        "isolation.level=read_committed)"), result.stdout + result.stderr
+    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = orders\ndelivery = twice\n")
+    assert_config_error(run("--config", "mirrord.conf", "--check", cwd=files),
+                        "mirrord.conf: delivery: must be at-least-once or exactly-once, got 'twice'")
+    (files / "mirrord.conf").write_text("[mirrord]\nwhitelist = orders\ndelivery = exactly-once\n")
+    with open(files / "consumer.properties", "a") as f:
+        f.write("isolation.level=read_uncommitted\n")
+    assert_config_error(run("--config", "mirrord.conf", "--check", cwd=files),
+                        "consumer.properties: isolation.level: must be read_committed with delivery = exactly-once")
+
+
 def test_invalid_security_setting_of_the_source_is_a_config_error(files):
     (files / "consumer.properties").write_text("bootstrap.servers=127.0.0.1:9\ngroup.id=g\nsecurity.protocol=TLS\n")
     assert_config_error(run(*mm1_flags(), cwd=files), "consumer.properties: security.protocol:", "Invalid value")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from mirrord.spark.resume import Resume, resume
+from mirrord.spark.resume import Resume, resume, resume_committed
 
 
 class Source:
@@ -106,3 +106,30 @@ def test_an_owners_commit_read_with_bytes_past_its_end_still_names_its_topic(tmp
     source = Source({("t", 0): owned(5, topic_id + "\x01\x7f"), ("t", 1): owned(6, topic_id)}, ids={"t": topic_id})
     where = resume(settings(tmp_path), "earliest", source, TOPICS)
     assert json.loads(where.starting) == {"t": {"0": 5, "1": 6}}
+
+
+class SourceWithEnds(Source):
+    def __init__(self, committed: dict, ends: dict, log_starts: dict | None = None):
+        super().__init__(committed, log_starts)
+        self._ends = ends
+
+    def end_offsets(self, tps) -> dict:
+        return {tp: self._ends[tp] for tp in tps}
+
+
+def test_exactly_once_resumes_from_the_targets_committed_positions_whatever_the_checkpoint_and_group_say(tmp_path):
+    checkpoint(tmp_path, {"t": {"0": 50, "1": 60}})  # ahead: a batch the transactions never committed
+    source = SourceWithEnds({("t", 0): 45, ("t", 1): 9}, ends={("t", 0): 70})
+    where = resume_committed(settings(tmp_path), "earliest", source, TOPICS, {("t", 0): 40, ("x", 0): 3})
+    # t-0 from the target's position (behind the group: the group is for the lag tools); t-1, which no
+    # transaction reached yet, from the group; a topic no longer mirrored is left out
+    assert json.loads(where.starting) == {"t": {"0": 40, "1": 9}} and where.lost == {}
+    assert not (tmp_path / "checkpoint").exists()
+
+
+def test_exactly_once_reads_a_partition_from_its_start_when_its_position_is_past_its_end(tmp_path):
+    source = SourceWithEnds({}, ends={("t", 0): 5, ("t", 1): 30}, log_starts={("t", 1): 25})
+    where = resume_committed(settings(tmp_path), "latest", source, TOPICS, {("t", 0): 900, ("t", 1): 20})
+    assert json.loads(where.starting) == {"t": {"0": -2, "1": 25}}  # recreated; below the log start: lost
+    assert where.lost == {("t", 1): (20, 25)}
+    assert resume_committed(settings(tmp_path), "latest", SourceWithEnds({}, {}), TOPICS, {}) == Resume("latest")

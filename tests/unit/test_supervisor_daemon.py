@@ -68,7 +68,8 @@ def daemon(world: World, **settings) -> Daemon:
     d = Daemon.__new__(Daemon)  # everything __init__ and run() make, made here of fakes
     d.notifier = Notifier()
     d.settings = SimpleNamespace(**{"flow": "f", "abort_on_send_failure": False, "stall_timeout_ms": 60_000,
-                                    "whitelist": "t.*", "topics_exclude": "", "transforms": (), **settings})
+                                    "whitelist": "t.*", "topics_exclude": "", "transforms": (),
+                                    "delivery": "at-least-once", **settings})
     d.flow = SimpleNamespace(target_admin={}, settings=d.settings)
     d.metrics = Metrics("f")
     d.machine = Machine(d.metrics)

@@ -285,6 +285,16 @@ def test_a_client_timeout_or_a_lapsed_lease_while_both_answer_is_an_outage_not_a
         [Do.FORGET, CountError(kind), Log(logging.WARNING, OUTAGE_LINE)])
 
 
+@pytest.mark.parametrize("abort", [False, True])
+def test_an_aborted_transaction_restarts_from_the_targets_positions_whatever_abort_on_send_failure(abort):
+    # exactly once: the aborted transaction's records are copied again by the next start, once
+    assert step(MIRRORING, QueryFailed(NOW, "transaction", WHY, abort_on_send_failure=abort)) == (
+        State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW + RESTART_BACKOFF),
+        [Do.FORGET, CountError("transaction"), Log(logging.WARNING, (
+            "a transaction could not commit and was aborted; the query restarts from the positions the target "
+            f"committed in 5s: {WHY}"))])
+
+
 def test_any_other_failure_while_both_answer_fails():
     assert step(MIRRORING, QueryFailed(NOW, "query", "java.lang.IllegalStateException: boom")) == (
         replace_phase(MIRRORING, Phase.FAILED), [Do.FORGET, CountError("query"), Exit(MirrordError(

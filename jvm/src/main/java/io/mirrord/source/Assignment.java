@@ -10,11 +10,11 @@ import org.apache.kafka.common.utils.Utils;
  * A topic's partitions take the streams in turn from a point its name decides: a topic spreads evenly, and
  * many small topics spread about evenly.
  */
-final class Assignment {
+public final class Assignment {
     private Assignment() {
     }
 
-    static int streamOf(TopicPartition tp, int streams) {
+    public static int streamOf(TopicPartition tp, int streams) {
         return Math.floorMod(Utils.murmur2(tp.topic().getBytes(StandardCharsets.UTF_8)) + tp.partition(), streams);
     }
 }

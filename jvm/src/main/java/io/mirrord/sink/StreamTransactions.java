@@ -1,0 +1,275 @@
+package io.mirrord.sink;
+
+import io.mirrord.fencing.Fence;
+import io.mirrord.fencing.FencedError;
+import io.mirrord.metrics.Stats;
+import io.mirrord.positions.Incarnations;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.header.Headers;
+
+/**
+ * One stream's transactions on the target (docs/decisions.md §12, exactly once): a transactional producer
+ * whose id belongs to the stream, and in each transaction the records copied, the source positions they
+ * reach ({@value #POSITION_FORMAT} in the flow's positions topic, keyed {@code topic:partition}) and the
+ * offset syncs that pair them. A transaction is committed once it is {@code intervalMs} old (by the
+ * stream's task or by a timer while the task waits for records), and at the end of each Spark task. Only
+ * a committed transaction counts: the records' metrics and the acknowledged positions (which the
+ * positions' owner commits to the source group for the lag tools) move at commit.
+ *
+ * <p>Locking: the task's thread sends and the timer commits, both holding this object's monitor. The
+ * producer's callbacks (its I/O thread) take no lock of ours: a commit holds the monitor while it waits
+ * for them ({@code flush}).
+ */
+final class StreamTransactions implements AutoCloseable {
+    static final String POSITION_FORMAT = "next offset as a decimal string";
+    private final Producer<byte[], byte[]> producer;
+    final String id;
+    private final String positionsTopic;
+    private final OffsetSyncWriter syncs;  // null: no offset syncs
+    private final long intervalMs;
+    private final long syncsFlushMs;
+    private final Stats stats;
+    private final LongSupplier clock;
+    private final Map<TopicPartition, Pending> pending = new LinkedHashMap<>();  // in the open transaction
+    private final Map<TopicPartition, Source> sources = new HashMap<>();
+    private boolean open;
+    private long begunAt;
+    private long syncsFlushedAt;
+    private volatile RuntimeException failure;  // the first failed send of the open transaction
+    private boolean closed;
+    private long committed;  // transactions committed, for tests and the log
+
+    StreamTransactions(Producer<byte[], byte[]> producer, String id, String positionsTopic, String syncsTopic,
+                       long offsetLagMax, long intervalMs, long syncsFlushMs, Stats stats, LongSupplier clock) {
+        this.producer = producer;
+        this.id = id;
+        this.positionsTopic = positionsTopic;
+        this.intervalMs = intervalMs;
+        this.syncsFlushMs = syncsFlushMs;
+        this.stats = stats;
+        this.clock = clock;
+        this.syncs = syncsTopic == null || syncsTopic.isEmpty() ? null
+                : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, syncsFlushMs, stats, false);
+        try {
+            producer.initTransactions();  // fences every earlier producer of this id, aborting its open transaction
+        } catch (ProducerFencedException | InvalidProducerEpochException e) {
+            throw fenced(e);
+        }
+        syncsFlushedAt = clock.getAsLong();
+    }
+
+    /** One record of {@code source} at {@code sourceOffset}, sent in the open transaction (begun if none is). */
+    synchronized void send(TopicPartition source, long sourceOffset, String targetTopic, Integer partition,
+                           Long timestampMs, byte[] key, byte[] value, Headers headers) {
+        RuntimeException failed = failure;
+        if (failed != null) {
+            throw failed;
+        }
+        if (!Fence.open()) {
+            throw new FencedError("not sent to " + targetTopic + ": this host's lease lapsed (fenced)");
+        }
+        if (!open) {
+            begin();
+        }
+        Source s = sources.computeIfAbsent(source, tp -> new Source(tp, targetTopic));
+        pending.computeIfAbsent(source, tp -> new Pending(s)).add(sourceOffset, timestampMs == null ? -1 : timestampMs);
+        synchronized (s.tally) {
+            s.tally.sent((key == null ? 0 : key.length) + (value == null ? 0 : value.length));
+        }
+        ProducerRecord<byte[], byte[]> record =
+                new ProducerRecord<>(s.target, partition, timestampMs, key, value, headers);
+        try {
+            producer.send(record, (metadata, e) -> {
+                if (e != null) {
+                    if (failure == null) {
+                        failure = new TransactionFailed("a record for " + s.target + " failed in transaction of "
+                                + id + ": " + e, e);
+                    }
+                } else if (syncs != null && metadata.hasOffset()) {
+                    syncs.acked(s.syncState, sourceOffset, metadata.offset());
+                }
+            });
+        } catch (ProducerFencedException | InvalidProducerEpochException e) {
+            throw fenced(e);
+        }
+    }
+
+    /** Commits the open transaction if it is {@code intervalMs} old (the timer's and the task's check). */
+    synchronized void commitIfDue() {
+        if (open && !closed && failure == null && clock.getAsLong() - begunAt >= intervalMs) {
+            commit();
+        }
+    }
+
+    /**
+     * Commits the open transaction, if any: waits for its records, writes the offset syncs they made and the
+     * positions they reach, and commits; then counts them. A failed record aborts it and throws.
+     */
+    synchronized void commit() {
+        if (!open) {
+            return;
+        }
+        try {
+            producer.flush();  // every record acknowledged or failed, and its callback run
+            RuntimeException failed = failure;
+            if (failed != null) {
+                throw failed;
+            }
+            if (!Fence.open()) {
+                throw new FencedError("transaction of " + id + " not committed: this host's lease lapsed (fenced)");
+            }
+            if (syncs != null) {
+                long now = clock.getAsLong();
+                if (now - syncsFlushedAt >= syncsFlushMs) {
+                    syncs.flushPending();
+                    syncsFlushedAt = now;
+                }
+                syncs.sendQueued();
+            }
+            for (Pending p : pending.values()) {
+                producer.send(new ProducerRecord<>(positionsTopic, null, positionKey(p.source.tp),
+                        Long.toString(p.next).getBytes(StandardCharsets.UTF_8)));
+            }
+            producer.commitTransaction();
+        } catch (ProducerFencedException | InvalidProducerEpochException e) {
+            throw fenced(e);
+        }
+        long now = System.currentTimeMillis();
+        for (Pending p : pending.values()) {
+            p.counted(now);
+        }
+        pending.clear();
+        open = false;
+        committed++;
+    }
+
+    /** Aborts the open transaction (its records are copied again by the next owner of the stream). */
+    synchronized void abort() {
+        if (open) {
+            pending.clear();
+            open = false;
+            if (syncs != null) {
+                syncs.takeQueued();
+                sources.values().forEach(s -> syncs.reset(s.syncState));
+            }
+            producer.abortTransaction();
+        }
+        failure = null;
+    }
+
+    /** A timed commit failed: the task's next send, or its end, fails with {@code e}. */
+    void fail(RuntimeException e) {
+        if (failure == null) {
+            failure = e;
+        }
+    }
+
+    synchronized long committed() {
+        return committed;
+    }
+
+    /** Whether a transaction is open (records sent, not committed). */
+    synchronized boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public synchronized void close() {
+        closed = true;
+        for (Source s : sources.values()) {
+            stats.release(s.tally);
+        }
+        producer.close(Duration.ofSeconds(5));
+    }
+
+    static byte[] positionKey(TopicPartition tp) {
+        return (tp.topic() + ":" + tp.partition()).getBytes(StandardCharsets.UTF_8);
+    }
+
+    private void begin() {
+        try {
+            producer.beginTransaction();
+        } catch (ProducerFencedException | InvalidProducerEpochException e) {
+            throw fenced(e);
+        }
+        open = true;
+        begunAt = clock.getAsLong();
+        failure = null;
+    }
+
+    private RuntimeException fenced(RuntimeException e) {
+        return new TransactionFailed("transactional id " + id + " was fenced: a newer owner of this stream "
+                + "(another host, or a restart) writes it now", e);
+    }
+
+    /** A transaction that could not commit; the query fails and the next start resumes from the target. */
+    static final class TransactionFailed extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        TransactionFailed(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /** A source partition this stream copied: its target topic, metrics and offset-sync rules. */
+    private final class Source {
+        final TopicPartition tp;
+        final String target;
+        final Stats.Tally tally;
+        final AtomicLong incarnation;
+        final OffsetSyncWriter.PartitionState syncState;
+
+        Source(TopicPartition tp, String target) {
+            this.tp = tp;
+            this.target = target;
+            this.tally = stats.tally(target, tp.topic(), tp.partition());
+            this.incarnation = Incarnations.of(tp.topic(), tp.partition());
+            this.syncState = syncs == null ? null : syncs.state(tp);
+        }
+    }
+
+    /** What the open transaction holds of one source partition. */
+    private static final class Pending {
+        final Source source;
+        long next = -1;
+        long incarnation;
+        long[] timestamps = new long[16];
+        int count;
+
+        Pending(Source source) {
+            this.source = source;
+        }
+
+        void add(long sourceOffset, long timestampMs) {
+            if (count == timestamps.length) {
+                timestamps = Arrays.copyOf(timestamps, count * 2);
+            }
+            timestamps[count++] = timestampMs;
+            next = sourceOffset + 1;
+            incarnation = source.incarnation.get();
+        }
+
+        /** The transaction committed: its records are mirrored, and the partition's position reached. */
+        void counted(long nowMs) {
+            synchronized (source.tally) {
+                for (int i = 0; i < count; i++) {
+                    source.tally.acknowledged(timestamps[i] >= 0 ? nowMs - timestamps[i] : Stats.NO_LATENCY);
+                }
+                source.tally.advance(incarnation, next);
+            }
+        }
+    }
+}

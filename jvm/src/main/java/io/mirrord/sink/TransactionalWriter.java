@@ -1,0 +1,199 @@
+package io.mirrord.sink;
+
+import io.mirrord.metrics.Stats;
+import io.mirrord.source.Assignment;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.spark.sql.ForeachWriter;
+import org.apache.spark.sql.Row;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * mirrord's sink in exactly-once mode (docs/decisions.md §12): a {@link ForeachWriter} (on real-time mode's
+ * sink allowlist, and a sink of micro-batch mode too) over the same columns Spark's Kafka sink takes (topic,
+ * key in mirrord's {@link Envelope}, value, headers, partition). A task's rows all come from one stream of
+ * mirrord's source, so the stream is known from its first row, and so is its transactional id,
+ * {@code <prefix>-<stream>}: {@link StreamTransactions} writes the rows in transactions under it.
+ *
+ * <p>A stream's transactions are kept by the JVM between its tasks (one batch after another), so a
+ * transactional producer is initialised once per owner and not once per batch; a task that fails aborts
+ * and drops them. A timer commits a stream's transaction once it is {@code transaction.interval.ms} old
+ * while its task waits for records.
+ */
+public final class TransactionalWriter extends ForeachWriter<Row> {
+    private static final long serialVersionUID = 1L;
+    private static final Logger log = LoggerFactory.getLogger(TransactionalWriter.class);
+    /** Kafka's default is 60 s: a dead host's open transaction would hold read_committed readers that long. */
+    public static final String TRANSACTION_TIMEOUT_MS_DEFAULT = "10000";
+    private static final Map<String, StreamTransactions> IDLE = new ConcurrentHashMap<>();
+    private static final Set<StreamTransactions> BUSY = ConcurrentHashMap.newKeySet();
+    private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "mirrord-transactions");
+        t.setDaemon(true);
+        return t;
+    });
+    private static volatile boolean ticking;
+
+    private final HashMap<String, String> producerConfig;
+    private final String idPrefix;
+    private final int streams;
+    private final String positionsTopic;
+    private final String syncsTopic;
+    private final long offsetLagMax;
+    private final long intervalMs;
+    private final long syncsFlushMs;
+    private final String sourceTopicPrefix;
+    private transient StreamTransactions tx;
+
+    /**
+     * {@code producerConfig}: the target's producer properties; {@code idPrefix}: the flow's transactional-id
+     * prefix; {@code streams}: the source's {@code num.streams}; {@code syncsTopic} empty: no offset syncs.
+     */
+    public TransactionalWriter(Map<String, String> producerConfig, String idPrefix, int streams, String positionsTopic,
+                               String syncsTopic, long offsetLagMax, long intervalMs, long syncsFlushMs,
+                               String sourceTopicPrefix) {
+        this.producerConfig = new HashMap<>(producerConfig);
+        this.idPrefix = idPrefix;
+        this.streams = streams;
+        this.positionsTopic = positionsTopic;
+        this.syncsTopic = syncsTopic;
+        this.offsetLagMax = offsetLagMax;
+        this.intervalMs = intervalMs;
+        this.syncsFlushMs = syncsFlushMs;
+        this.sourceTopicPrefix = sourceTopicPrefix == null ? "" : sourceTopicPrefix;
+    }
+
+    /** The transactional id of {@code stream} in a flow whose ids start with {@code prefix}. */
+    public static String transactionalId(String prefix, int stream) {
+        return prefix + "-" + stream;
+    }
+
+    @Override
+    public boolean open(long partitionId, long epochId) {
+        return true;
+    }
+
+    @Override
+    public void process(Row row) {
+        String target = row.getString(0);
+        Envelope.Unwrapped source = Envelope.unwrap(row.getAs(1));
+        Integer partition = row.isNullAt(4) ? null : row.getInt(4);
+        TopicPartition from = new TopicPartition(sourceTopic(target), partition == null ? -1 : partition);
+        if (tx == null) {
+            tx = claim(transactionalId(idPrefix, Assignment.streamOf(from, streams)));
+        }
+        RecordHeaders headers = new RecordHeaders();
+        if (!row.isNullAt(3)) {
+            List<Row> list = row.getList(3);
+            for (Row h : list) {
+                headers.add(h.getString(0), h.isNullAt(1) ? null : h.getAs(1));
+            }
+        }
+        Long timestamp = source.timestampMs() >= 0 ? source.timestampMs() : null;
+        tx.send(from, source.sourceOffset(), target, partition, timestamp, source.key(), row.getAs(2), headers);
+        tx.commitIfDue();
+    }
+
+    @Override
+    public void close(Throwable error) {
+        StreamTransactions mine = tx;
+        tx = null;
+        if (mine == null) {
+            return;
+        }
+        BUSY.remove(mine);
+        if (error == null) {
+            try {
+                mine.commit();
+                IDLE.put(mine.id, mine);
+                return;
+            } catch (RuntimeException e) {
+                drop(mine);
+                throw e;
+            }
+        }
+        drop(mine);
+    }
+
+    /** Stops every stream's transactions this JVM keeps (the query stopped). */
+    public static void closeAll() {
+        for (String id : List.copyOf(IDLE.keySet())) {
+            StreamTransactions t = IDLE.remove(id);
+            if (t != null) {
+                t.close();
+            }
+        }
+    }
+
+    private StreamTransactions claim(String id) {
+        StreamTransactions kept = IDLE.remove(id);
+        StreamTransactions claimed = kept != null ? kept : create(id);
+        BUSY.add(claimed);
+        startTimer();
+        return claimed;
+    }
+
+    private StreamTransactions create(String id) {
+        Map<String, Object> config = new HashMap<>(producerConfig);
+        config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);
+        config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        config.put(ProducerConfig.ACKS_CONFIG, "all");
+        config.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, TRANSACTION_TIMEOUT_MS_DEFAULT);
+        config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        log.info("stream transactions under transactional id {}", id);
+        return new StreamTransactions(new KafkaProducer<>(config), id, positionsTopic, syncsTopic, offsetLagMax,
+                intervalMs, syncsFlushMs, Stats.EXECUTOR, System::currentTimeMillis);
+    }
+
+    private void startTimer() {
+        if (!ticking) {
+            synchronized (TransactionalWriter.class) {
+                if (!ticking) {
+                    long tick = Math.max(5, intervalMs / 4);
+                    TIMER.scheduleWithFixedDelay(TransactionalWriter::tick, tick, tick, TimeUnit.MILLISECONDS);
+                    ticking = true;
+                }
+            }
+        }
+    }
+
+    private static void tick() {
+        for (StreamTransactions t : BUSY) {
+            try {
+                t.commitIfDue();
+            } catch (RuntimeException e) {
+                // the task's next send or its close fails with it; the timer goes on for the other streams
+                log.debug("transaction of {} failed at a timed commit: {}", t.id, e.toString());
+                t.fail(e);
+            }
+        }
+    }
+
+    private static void drop(StreamTransactions t) {
+        try {
+            t.abort();
+        } catch (RuntimeException e) {
+            log.debug("abort of {} failed: {}", t.id, e.toString());
+        }
+        t.close();
+    }
+
+    private String sourceTopic(String targetTopic) {
+        return targetTopic.startsWith(sourceTopicPrefix) ? targetTopic.substring(sourceTopicPrefix.length())
+                : targetTopic;
+    }
+}

@@ -1,0 +1,122 @@
+package io.mirrord.sink;
+
+import io.mirrord.metrics.Stats;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.NotEnoughReplicasException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+
+public class StreamTransactionsTest {
+    static final String POSITIONS = "mirrord-positions.source.internal";
+    static final String SYNCS = "mm2-offset-syncs.source.internal";
+    static final TopicPartition ORDERS = new TopicPartition("orders", 2);
+
+    final AtomicLong clock = new AtomicLong(1_000);
+    final Stats stats = new Stats();
+
+    StreamTransactions transactions(MockProducer<byte[], byte[]> producer) {
+        return new StreamTransactions(producer, "mirrord-default-source-0", POSITIONS, SYNCS, 100, 100, 1000, stats,
+                clock::get);
+    }
+
+    static MockProducer<byte[], byte[]> producer(boolean autoComplete) {
+        return new MockProducer<>(autoComplete, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    static void send(StreamTransactions t, long offset) {
+        t.send(ORDERS, offset, "orders", 2, 1_700_000_000_000L + offset, bytes("k" + offset), bytes("v" + offset),
+                new RecordHeaders().add("h", bytes("x")));
+    }
+
+    static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    static List<String> topics(List<ProducerRecord<byte[], byte[]>> records) {
+        List<String> topics = new ArrayList<>();
+        records.forEach(r -> topics.add(r.topic()));
+        return topics;
+    }
+
+    @Test
+    void recordsTheirPositionAndTheirSyncsCommitInOneTransaction() {
+        MockProducer<byte[], byte[]> producer = producer(true);
+        StreamTransactions t = transactions(producer);
+        assertTrue(producer.transactionInitialized());
+        send(t, 40);
+        send(t, 41);
+        assertTrue(producer.history().isEmpty(), "nothing is visible before the commit");
+        t.commit();
+        assertTrue(producer.transactionCommitted());
+        List<ProducerRecord<byte[], byte[]>> written = producer.history();
+        assertEquals(List.of("orders", "orders", SYNCS, POSITIONS), topics(written));
+        ProducerRecord<byte[], byte[]> first = written.get(0);
+        assertEquals(2, first.partition());
+        assertEquals(1_700_000_000_040L, first.timestamp());
+        assertEquals("k40", new String(first.key(), StandardCharsets.UTF_8));
+        assertEquals("x", new String(first.headers().lastHeader("h").value(), StandardCharsets.UTF_8));
+        ProducerRecord<byte[], byte[]> position = written.get(3);
+        assertEquals("orders:2", new String(position.key(), StandardCharsets.UTF_8));
+        assertEquals("42", new String(position.value(), StandardCharsets.UTF_8));
+        assertEquals(1, t.committed());
+    }
+
+    @Test
+    void aTransactionCommitsOnceItIsTheIntervalOld() {
+        MockProducer<byte[], byte[]> producer = producer(true);
+        StreamTransactions t = transactions(producer);
+        send(t, 0);
+        clock.addAndGet(99);
+        t.commitIfDue();
+        assertFalse(producer.transactionCommitted());
+        assertTrue(t.isOpen());
+        clock.addAndGet(1);
+        t.commitIfDue();
+        assertTrue(producer.transactionCommitted());
+        assertFalse(t.isOpen());
+        t.commitIfDue();  // nothing open: nothing to commit
+        assertEquals(1, t.committed());
+    }
+
+    @Test
+    void aFailedRecordFailsTheCommitAndTheAbortLeavesNothingVisible() {
+        MockProducer<byte[], byte[]> producer = producer(false);
+        StreamTransactions t = transactions(producer);
+        send(t, 7);
+        send(t, 8);
+        producer.completeNext();
+        producer.errorNext(new NotEnoughReplicasException("not enough replicas"));
+        RuntimeException e = assertThrows(StreamTransactions.TransactionFailed.class, t::commit);
+        assertTrue(e.getMessage().contains("not enough replicas"), e.getMessage());
+        assertThrows(StreamTransactions.TransactionFailed.class, () -> send(t, 9), "no send after a failure");
+        t.abort();
+        assertTrue(producer.transactionAborted());
+        assertTrue(producer.history().isEmpty());
+        assertEquals(0, t.committed());
+    }
+
+    @Test
+    void aProducerFencedByANewerOwnerSaysSo() {
+        MockProducer<byte[], byte[]> producer = producer(true);
+        StreamTransactions t = transactions(producer);
+        send(t, 1);
+        t.commit();
+        producer.fenceProducer();
+        RuntimeException e = assertThrows(StreamTransactions.TransactionFailed.class, () -> send(t, 2));
+        assertTrue(e.getMessage().contains("mirrord-default-source-0 was fenced"), e.getMessage());
+        assertEquals(1, producer.history().stream().filter(r -> r.topic().equals("orders")).count());
+    }
+}

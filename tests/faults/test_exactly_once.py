@@ -1,0 +1,67 @@
+"""Exactly once (`delivery = exactly-once`, docs/decisions.md §12): kill -9 of the whole process tree at random
+moments of a live stream, in both trigger modes; a read_committed reader of the target then finds every
+source record exactly once, in order, with every field."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import pytest
+
+from tests.harness.mirrord import Mirrord, metric_value, write_flow
+from tests.harness.records import Trickle, count, create_topic, read_all, read_committed, wait_until
+from tests.integration.test_resilience import wait_all_mirrored
+
+KILLS = int(os.environ.get("MIRRORD_EOS_KILLS", "10"))  # per trigger mode
+RATE = 1000
+
+
+def assert_exactly_once(source: str, target: str, topic: str) -> int:
+    """The target, read read_committed, holds each source partition's records once each, in order; returns
+    how many records that is."""
+    src, dst = read_all(source, topic), read_committed(target, topic)
+    for p, records in src.items():
+        got, want = [r.fields() for r in dst[p]], [r.fields() for r in records]
+        duplicates = len(got) - len(set(got))
+        missing = len(set(want) - set(got))
+        assert (duplicates, missing) == (0, 0), f"partition {p}: {duplicates} duplicates, {missing} missing"
+        assert got == want, f"partition {p}: records reordered"
+    return sum(len(r) for r in src.values())
+
+
+@pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
+def test_kill_9_at_random_moments_copies_every_record_exactly_once_for_read_committed_readers(
+        kafka_pair, unique, tmp_path, trigger):
+    source, target = kafka_pair
+    topic, group = unique("eos"), unique("eos-group")
+    create_topic(source.bootstrap, topic, 4)
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"leader.election.enabled": "false", "delivery": "exactly-once", "trigger": trigger})
+    rng = random.Random(20261126)
+    trickle = Trickle(source.bootstrap, topic, 4, total=900 * RATE, rate=RATE).start()
+    daemon = Mirrord(config)
+    try:
+        for _ in range(KILLS):
+            daemon.start()
+            daemon.wait_ready()
+            floor = count(target.bootstrap, topic)
+            wait_until(lambda floor=floor: count(target.bootstrap, topic) > floor, 180, "this run copying")
+            time.sleep(rng.uniform(0.0, 3.0))  # a random moment of the stream is the point of this test
+            daemon.kill9()
+            assert trickle.is_alive(), "the stream ended before this kill"
+        daemon.start()
+        daemon.wait_ready()
+        floor = count(target.bootstrap, topic)
+        wait_until(lambda: count(target.bootstrap, topic) > floor + RATE, 180, "the last run copying")
+        trickle.stop()
+        assert not trickle.errors, trickle.errors[:3]
+        wait_all_mirrored(source.bootstrap, topic, group, timeout=300)
+        copied = assert_exactly_once(source.bootstrap, target.bootstrap, topic)
+        print(f"exactly once, {trigger}: kill -9 x{KILLS}, {copied} records, 0 duplicates, 0 missing")
+        assert metric_value(daemon.metrics(), "mirrord_delivery", delivery="exactly-once") == 1
+        assert daemon.stop() == 0
+    finally:
+        trickle.stop()
+        daemon.stop()
