@@ -105,6 +105,7 @@ class MirrorMaker2(Contender):
     name: str = "mm2"
     label: str = "MirrorMaker 2 (dedicated, 4.2.0, tasks.max = partitions)"
     tasks: str = "partitions"  # or "streams"
+    exactly_once: bool = False  # KIP-618: exactly.once.source.support=enabled, its internal REST server on
 
     def available(self) -> str | None:
         return None if any((JARS / "mm2").glob("connect-mirror-4*.jar")) else "connect-mirror jars missing"
@@ -144,6 +145,10 @@ class MirrorMaker2(Contender):
         }
         if run.new_topics:
             props["refresh.topics.interval.seconds"] = str(NEW_TOPICS_REFRESH_S)
+        if self.exactly_once:  # Kafka's docs: dedicated mode needs its internal REST server for it (KIP-710)
+            props.update({f"{tgt}.exactly.once.source.support": "enabled",
+                          "dedicated.mode.enable.internal.rest": "true", "listeners": f"http://127.0.0.1:{free_port()}",
+                          f"{src}.consumer.isolation.level": "read_committed"})
         config = properties(run.workdir / "mm2.properties", props)
         log4j = run.workdir / "log4j2.properties"
         log4j.write_text(LOG4J2.format(log=run.workdir / "mm2.log"))
@@ -266,7 +271,11 @@ def all_contenders() -> list[Contender]:
     BENCH_MIRRORD_MODES is `name:key=value,key=value;name2:...`, each a mirrord.conf [mirrord] variant."""
     out: list[Contender] = [MirrorMaker2(), MirrorMaker2(name="mm2-streams", tasks="streams",
                                                          label="MirrorMaker 2 (dedicated, 4.2.0, tasks.max = streams)"),
-                            Mirrord()]
+                            Mirrord(),
+                            MirrorMaker2(name="mm2-eos", tasks="streams", exactly_once=True,
+                                         label="MirrorMaker 2 (dedicated, 4.2.0, tasks.max = streams, exactly once)"),
+                            Mirrord(name="mirrord-eos", label="mirrord (exactly once)",
+                                    conf={"delivery": "exactly-once"})]
     for spec in filter(None, os.environ.get("BENCH_MIRRORD_MODES", "").split(";")):
         name, _, kvs = spec.partition(":")
         conf = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)

@@ -159,8 +159,10 @@ def late_summary(expected: dict, late_latencies: dict[str, list[float]], first_n
 
 def consume(bootstrap: str, topics: list[str], partitions: int, grace: float, late: list[str] | None = None) -> dict:
     """Time every measured record until the expected count (read from stdin) arrived or `grace` ran out."""
+    # read_committed: a record counts when a consumer that skips aborted transactions could see it (the same as
+    # read_uncommitted for a mirror that writes no transactions)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency", "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100, "log_level": 4})
+                         "fetch.wait.max.ms": 100, "log_level": 4, "isolation.level": "read_committed"})
     consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t in topics for p in range(partitions)])
     late = set(late or [])
     found: queue.SimpleQueue[list[TopicPartition]] = queue.SimpleQueue()

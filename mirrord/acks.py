@@ -70,6 +70,7 @@ class Acknowledgements:
         topics = totals.get("topics", {})
         self.metrics.set_totals({t.removeprefix(prefix): v for t, v in topics.items()}, totals.get("latency", {}))
         self.metrics.set_filtered(totals.get("filtered", {}))
+        self.metrics.set_transactions(totals.get("transactions", {}))
         records = sum(int(t.get("records", 0)) for t in topics.values())
         self.positions.update(positions, records)
         return records

@@ -65,6 +65,7 @@ class Metrics:
         self.flow = flow
         self._totals: dict[str, tuple[int, int]] = {}  # topic → records, bytes already counted
         self._filtered: dict[tuple[str, str], int] = {}  # (transform, topic) → records already counted
+        self._transactions: dict[str, int] = {}  # outcome → transactions already counted
         self.registry = RedactedRegistry()
         r = self.registry
         ProcessCollector(registry=r)  # process_start_time_seconds: restarts on the dashboard and in alerts
@@ -111,6 +112,8 @@ class Metrics:
                           "micro-batch), 0 for the other", ["flow", "mode"], registry=r)
         self.delivery = Gauge("mirrord_delivery", "1 for the delivery the flow runs with (at-least-once or "
                               "exactly-once, docs/decisions.md §12), 0 for the other", ["flow", "delivery"], registry=r)
+        self.transactions = Counter("mirrord_transactions", "exactly once: the streams' transactions on the target, "
+                                    "committed or aborted (docs/decisions.md §12)", ["flow", "outcome"], registry=r)
         self.state = Gauge("mirrord_state", "1 for the supervisor's state (starting, waiting, standby, mirroring, "
                            "outage, retrying, stopping, fenced, failed: docs/decisions.md §11), 0 for the others",
                            ["flow", "state"], registry=r)
@@ -142,6 +145,13 @@ class Metrics:
                 seen = self._filtered.get((transform, topic), 0)
                 self.filtered.labels(self.flow, topic, transform).inc(max(0, int(count) - seen))
                 self._filtered[(transform, topic)] = max(int(count), seen)
+
+    def set_transactions(self, counts: dict[str, int]) -> None:
+        """Cumulative transaction outcomes from the JVM: committed, aborted."""
+        for outcome, count in counts.items():
+            seen = self._transactions.get(outcome, 0)
+            self.transactions.labels(self.flow, outcome).inc(max(0, int(count) - seen))
+            self._transactions[outcome] = max(int(count), seen)
 
     def error(self, kind: str) -> None:
         self.errors.labels(self.flow, kind).inc()

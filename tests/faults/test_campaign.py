@@ -8,6 +8,9 @@ from __future__ import annotations
 import random
 import time
 
+import pytest
+
+from tests.faults.test_exactly_once import assert_exactly_once
 from tests.harness.mirrord import Mirrord, write_flow
 from tests.harness.records import Trickle, committed_offsets, count, create_topic, wait_until
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
@@ -63,12 +66,20 @@ def test_kill_9_at_ten_random_moments_of_a_live_stream_loses_nothing(kafka_pair,
         daemon.stop()
 
 
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
 def test_the_source_and_the_target_broker_killed_and_restarted_mid_stream_lose_nothing(
-        bounced_pair, unique, tmp_path):
+        bounced_pair, unique, tmp_path, delivery):
+    """The target's broker is the leader of every partition: its crash lands mid-commit in exactly-once mode
+    (a transaction every 100 ms), whose read_committed readers then see each record once."""
     source, target = bounced_pair
     topic, group = unique("bounce"), unique("bounce-group")
     create_topic(source.bootstrap, topic, 2)
-    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group)
+    # At least once, nothing is copied twice only without leader election (README): with it, the producers'
+    # timeouts are bounded by the lease and a bounce outlasts them; what had landed unacknowledged is copied
+    # again (175 of 12,000 records seen once here). Exactly once holds with it.
+    election = "true" if delivery == "exactly-once" else "false"
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"delivery": delivery, "leader.election.enabled": election})
     daemon = Mirrord(config).start()
     trickle = Trickle(source.bootstrap, topic, 2, total=12_000, rate=500)
     try:
@@ -82,9 +93,13 @@ def test_the_source_and_the_target_broker_killed_and_restarted_mid_stream_lose_n
             assert daemon.alive(), daemon.output()[-3000:]
         trickle.join(240)
         wait_all_mirrored(source.bootstrap, topic, group)
-        duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
-        print(f"broker bounces: {duplicates} duplicates of {trickle.sent} records")
-        assert duplicates == 0, "an outage copied records twice"  # docs/operations.md: outages copy nothing twice
+        if delivery == "exactly-once":
+            copied = assert_exactly_once(source.bootstrap, target.bootstrap, topic)
+            print(f"broker bounces, exactly once: {copied} records, 0 duplicates, 0 missing (read_committed)")
+        else:
+            duplicates = assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
+            print(f"broker bounces: {duplicates} duplicates of {trickle.sent} records")
+            assert duplicates == 0, "an outage copied records twice"  # docs/operations.md: nothing twice
         assert daemon.stop() == 0
     finally:
         trickle.stop()

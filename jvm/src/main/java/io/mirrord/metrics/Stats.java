@@ -44,6 +44,8 @@ public final class Stats {
     private final LongAdder latencySumMs = new LongAdder();
     private final LongAdder syncs = new LongAdder();
     private final LongAdder syncErrors = new LongAdder();
+    private final LongAdder transactions = new LongAdder();  // exactly once: committed
+    private final LongAdder aborted = new LongAdder();  // exactly once: aborted
     private final Map<String, Map<String, LongAdder>> filtered = new ConcurrentHashMap<>();  // transform → topic
     private final Map<String, Map<Integer, Position>> positions = new ConcurrentHashMap<>();  // source topic → partition
     private final Set<Tally> tallies = ConcurrentHashMap.newKeySet();
@@ -70,6 +72,11 @@ public final class Stats {
 
     public void addSync() {
         syncs.increment();
+    }
+
+    /** Exactly once: a transaction committed ({@code true}) or aborted. */
+    public void addTransaction(boolean committed) {
+        (committed ? transactions : aborted).increment();
     }
 
     public void addSyncError() {
@@ -139,6 +146,8 @@ public final class Stats {
         delta.latencySumMs = take(latencySumMs);
         delta.syncs = take(syncs);
         delta.syncErrors = take(syncErrors);
+        delta.transactions = take(transactions);
+        delta.aborted = take(aborted);
         filtered.forEach((transform, topics) -> topics.forEach((topic, count) -> {
             long n = take(count);
             if (n != 0) {
@@ -166,6 +175,8 @@ public final class Stats {
         latencySumMs.add(delta.latencySumMs);
         syncs.add(delta.syncs);
         syncErrors.add(delta.syncErrors);
+        transactions.add(delta.transactions);
+        aborted.add(delta.aborted);
         delta.filtered.forEach((transform, topics) -> topics.forEach(
                 (topic, n) -> filteredCounter(transform, topic).add(n)));
         delta.positions.forEach((topic, partitions) -> partitions.forEach(
@@ -215,7 +226,9 @@ public final class Stats {
         }
         json.append("],\"sum\":").append(String.format(Locale.ROOT, "%.3f", latencySumMs.sum() / 1000.0))
                 .append("},\"syncs\":").append(syncs.sum())
-                .append(",\"sync_errors\":").append(syncErrors.sum());
+                .append(",\"sync_errors\":").append(syncErrors.sum())
+                .append(",\"transactions\":{\"committed\":").append(transactions.sum())
+                .append(",\"aborted\":").append(aborted.sum()).append('}');
         json.append(",\"positions\":{");
         separator = "";
         for (Map.Entry<String, Map<Integer, Position>> t : new TreeMap<>(positions).entrySet()) {
@@ -248,11 +261,14 @@ public final class Stats {
         long latencySumMs;
         long syncs;
         long syncErrors;
+        long transactions;
+        long aborted;
         final HashMap<String, HashMap<String, Long>> filtered = new HashMap<>();  // transform → topic → records
         public final HashMap<String, HashMap<Integer, long[]>> positions = new HashMap<>();  // source topic → partition → {incarnation, next}
 
         public boolean isEmpty() {
-            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || !filtered.isEmpty()
+            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || transactions != 0 || aborted != 0
+                    || !filtered.isEmpty()
                     || !positions.isEmpty()) {
                 return false;
             }

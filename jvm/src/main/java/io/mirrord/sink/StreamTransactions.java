@@ -19,6 +19,8 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.header.Headers;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One stream's transactions on the target (docs/decisions.md §12, exactly once): a transactional producer
@@ -34,6 +36,7 @@ import org.apache.kafka.common.header.Headers;
  * for them ({@code flush}).
  */
 final class StreamTransactions implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(StreamTransactions.class);
     static final String POSITION_FORMAT = "next offset as a decimal string";
     private final Producer<byte[], byte[]> producer;
     final String id;
@@ -95,8 +98,10 @@ final class StreamTransactions implements AutoCloseable {
             producer.send(record, (metadata, e) -> {
                 if (e != null) {
                     if (failure == null) {
-                        failure = new TransactionFailed("a record for " + s.target + " failed in transaction of "
-                                + id + ": " + e, e);
+                        failure = e instanceof ProducerFencedException || e instanceof InvalidProducerEpochException
+                                ? fenced((RuntimeException) e)
+                                : new TransactionFailed("a record for " + s.target + " failed in transaction of "
+                                        + id + ": " + e, e);
                     }
                 } else if (syncs != null && metadata.hasOffset()) {
                     syncs.acked(s.syncState, sourceOffset, metadata.offset());
@@ -154,6 +159,7 @@ final class StreamTransactions implements AutoCloseable {
         pending.clear();
         open = false;
         committed++;
+        stats.addTransaction(true);
     }
 
     /** Aborts the open transaction (its records are copied again by the next owner of the stream). */
@@ -165,6 +171,7 @@ final class StreamTransactions implements AutoCloseable {
                 syncs.takeQueued();
                 sources.values().forEach(s -> syncs.reset(s.syncState));
             }
+            stats.addTransaction(false);
             producer.abortTransaction();
         }
         failure = null;
@@ -211,8 +218,10 @@ final class StreamTransactions implements AutoCloseable {
     }
 
     private RuntimeException fenced(RuntimeException e) {
-        return new TransactionFailed("transactional id " + id + " was fenced: a newer owner of this stream "
-                + "(another host, or a restart) writes it now", e);
+        String why = "transactional id " + id + " was fenced: a newer owner of this stream (another host, or a "
+                + "restart) writes it now";
+        log.warn("{} ({})", why, e.toString());
+        return new TransactionFailed(why, e);
     }
 
     /** A transaction that could not commit; the query fails and the next start resumes from the target. */

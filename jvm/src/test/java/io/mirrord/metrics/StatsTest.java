@@ -28,7 +28,8 @@ class StatsTest {
     @Test
     void emptyStatsJson() {
         assertEquals("{\"topics\":{},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY
-                + ",\"sum\":0.000},\"syncs\":0,\"sync_errors\":0,\"positions\":{}}", new Stats().toJson());
+                + ",\"sum\":0.000},\"syncs\":0,\"sync_errors\":0,\"transactions\":{\"committed\":0,\"aborted\":0},"
+                + "\"positions\":{}}", new Stats().toJson());
     }
 
     @Test
@@ -42,9 +43,13 @@ class StatsTest {
         stats.addSync();
         stats.addSyncError();
         stats.addSyncError();
+        stats.addTransaction(true);
+        stats.addTransaction(false);
+        stats.addTransaction(true);
         assertEquals("{\"topics\":{\"a\":{\"records\":1,\"bytes\":2},\"b\":{\"records\":2,\"bytes\":40}},\"filtered\":{},"
                 + "\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY + ",\"sum\":0.000},"
-                + "\"syncs\":1,\"sync_errors\":2,\"positions\":{}}", stats.toJson());
+                + "\"syncs\":1,\"sync_errors\":2,\"transactions\":{\"committed\":2,\"aborted\":1},\"positions\":{}}",
+                stats.toJson());
     }
 
     @Test
@@ -99,6 +104,7 @@ class StatsTest {
         stats.addBytes("t", 10);
         stats.observeLatencyMs(30);
         stats.addSync();
+        stats.addTransaction(false);
         Stats.Delta delta = stats.drain();
         assertFalse(delta.isEmpty());
         assertEquals(new Stats().toJson().replace("\"topics\":{}", "\"topics\":{\"t\":{\"records\":0,\"bytes\":0}}"),
@@ -109,8 +115,8 @@ class StatsTest {
         totals.add(delta);
         totals.add(delta);
         assertEquals("{\"topics\":{\"t\":{\"records\":2,\"bytes\":20}},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS
-                + ",\"counts\":[0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.060},\"syncs\":2,\"sync_errors\":0,\"positions\":{}}",
-                totals.toJson());
+                + ",\"counts\":[0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.060},\"syncs\":2,\"sync_errors\":0,"
+                + "\"transactions\":{\"committed\":0,\"aborted\":2},\"positions\":{}}", totals.toJson());
     }
 
     @Test

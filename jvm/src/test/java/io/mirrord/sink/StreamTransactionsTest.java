@@ -72,6 +72,7 @@ public class StreamTransactionsTest {
         assertEquals("orders:2", new String(position.key(), StandardCharsets.UTF_8));
         assertEquals("42", new String(position.value(), StandardCharsets.UTF_8));
         assertEquals(1, t.committed());
+        assertTrue(stats.toJson().contains("\"transactions\":{\"committed\":1,\"aborted\":0}"), stats.toJson());
     }
 
     @Test
@@ -106,6 +107,7 @@ public class StreamTransactionsTest {
         assertTrue(producer.transactionAborted());
         assertTrue(producer.history().isEmpty());
         assertEquals(0, t.committed());
+        assertTrue(stats.toJson().contains("\"transactions\":{\"committed\":0,\"aborted\":1}"), stats.toJson());
     }
 
     @Test
