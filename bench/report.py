@@ -20,6 +20,13 @@ SIZE_LABEL = {"backfill-100": "100 B", "backfill-1024": "1 KiB"}
 # The MirrorMaker 2 contenders (tasks.max = partitions, tasks.max = num.streams): the reference of every
 # ratio is, per workload and per repetition, the better of those that ran (see better_mm2).
 MM2 = ("mm2", "mm2-streams")
+# MirrorMaker 2 with exactly.once.source.support=enabled: the peer of mirrord's exactly once
+MM2_EOS: tuple[str, ...] = ("mm2-eos",)
+
+
+def peers(name: str) -> tuple[str, ...]:
+    """The MirrorMaker 2 runs a contender is measured against: exactly once against exactly once."""
+    return MM2_EOS if name.endswith("-eos") else MM2
 BEST = "better MM2"  # `against` of _ratios for that reference
 
 # The bars mirrord must meet (issue 15, against the better of the two MM2 per workload and repetition).
@@ -84,10 +91,10 @@ def ready_s(res: dict) -> float | None:
     return res.get("ready_seconds") if res.get("ready_seconds") is not None else res.get("startup_seconds")
 
 
-def better_mm2(rep: dict, workload: str) -> tuple[str, dict] | None:
-    """(name, run) of the better MirrorMaker 2 of this repetition: the higher records/s in a backfill; in the
-    stream the lower p99 among those that delivered every record (among all of them if none did)."""
-    runs = [(n, rep["runs"].get(n, {}).get(workload)) for n in MM2]
+def better_mm2(rep: dict, workload: str, among: tuple[str, ...] = MM2) -> tuple[str, dict] | None:
+    """(name, run) of the better MirrorMaker 2 (`among`) of this repetition: the higher records/s in a backfill; in
+    the stream the lower p99 among those that delivered every record (among all of them if none did)."""
+    runs = [(n, rep["runs"].get(n, {}).get(workload)) for n in among]
     runs = [(n, r) for n, r in runs if _ok(r)]
     if not runs:
         return None
@@ -101,7 +108,7 @@ def pairs(results: dict, name: str, workload: str) -> list[tuple[int, dict, str,
     """(rep, this contender's run, the better MM2's name, its run) for each repetition where both ran."""
     out = []
     for rep in results["reps"]:
-        mine, best = rep["runs"].get(name, {}).get(workload), better_mm2(rep, workload)
+        mine, best = rep["runs"].get(name, {}).get(workload), better_mm2(rep, workload, peers(name))
         if _ok(mine) and best:
             out.append((rep["rep"], mine, *best))
     return out
@@ -128,7 +135,7 @@ def _ratios(results: dict, name: str, workload: str, against: str) -> list[float
         if against == "limit":
             ref = rep["limit"].get(workload, {}).get("records_per_s")
         elif against == BEST:
-            best = better_mm2(rep, workload)
+            best = better_mm2(rep, workload, peers(name))
             ref = best[1]["records_per_s"] if best else None
         else:
             theirs = rep["runs"].get(against, {}).get(workload)
@@ -332,10 +339,10 @@ def _rep_rows(results: dict, name: str, workload: str) -> list[tuple[int, dict |
         mine = rep["runs"].get(name, {}).get(workload)
         if mine is None:
             continue
-        best = better_mm2(rep, workload)
+        best = better_mm2(rep, workload, peers(name))
         other = None
         if best:
-            others = [(n, rep["runs"].get(n, {}).get(workload)) for n in MM2 if n != best[0]]
+            others = [(n, rep["runs"].get(n, {}).get(workload)) for n in peers(name) if n != best[0]]
             other = next(((n, r) for n, r in others if _ok(r)), None)
         out.append((rep["rep"], mine if _ok(mine) else None, best, other))
     return out

@@ -307,3 +307,14 @@ def test_the_command_line_writes_the_scaling_block_from_directories_of_runs(tmp_
     done = subprocess.run([sys.executable, "-m", "bench.report"], capture_output=True, text=True, timeout=60,
                           cwd=ROOT)
     assert done.returncode == 2 and "--scaling" in done.stderr
+
+
+def test_mirrords_exactly_once_is_measured_against_mirrormaker_2s_exactly_once_only():
+    reps = [{**REPS[0],
+             "mm2-eos": {"backfill-100": backfill(50_000, 80), "steady": steady(2500, 9500)},
+             "mirrord-eos": {"backfill-100": backfill(100_000, 50), "steady": steady(1100, 4500)}}]
+    res = results(reps)
+    assert report.pairs(res, "mirrord-eos", "backfill-100")[0][2] == "mm2-eos"  # not the faster mm2-streams
+    assert report.pairs(res, "mirrord", "backfill-100")[0][2] == "mm2-streams"
+    assert report._ratios(res, "mirrord-eos", "backfill-100", report.BEST) == [2.0]
+    assert report.pairs(res, "mirrord-eos", "steady")[0][2] == "mm2-eos"
