@@ -45,7 +45,9 @@ class Parts:
         """The other way round: the query stopped without copying anything twice (`keep_alive` while it
         waits), the election left (a standby takes over at once), Spark stopped and its JVM gone."""
         self.mirroring.stop(keep_alive)
-        self.election.close()
+        # bounded: the election consumer's close blocked for good once, its session lapsed during an outage just
+        # before the stop (the standby then waits for the session, as after a kill)
+        self.election.close(timeout=LEAVE_TIMEOUT)
         if self.mirroring.lease is not None:
             self.mirroring.lease.end()
         try:
@@ -53,6 +55,9 @@ class Parts:
         except Exception as exc:  # noqa: BLE001 - the JVM may already be gone; nothing left to save
             log.warning("Spark did not stop cleanly: %s", one_line(str(exc)))
         wait_jvm_exit()
+
+
+LEAVE_TIMEOUT = 10.0  # seconds a stop waits to leave the election
 
 
 def build(flow: Flow, metrics: Metrics, stop: threading.Event, spark_started: Callable[[], None]) -> Parts:

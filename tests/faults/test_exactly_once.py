@@ -16,9 +16,9 @@ from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import Trickle, count, create_topic, read_all, read_committed, wait_until
 from tests.integration.test_resilience import wait_all_mirrored
 
-# Per trigger mode. make test runs 5 (10 kills, about 4 minutes); MIRRORD_EOS_KILLS=10 is the campaign of
-# docs/decisions.md §12 (20 kills).
-KILLS = int(os.environ.get("MIRRORD_EOS_KILLS", "5"))
+# Per trigger mode. make test runs 3 (and 4 more at named points, below); MIRRORD_EOS_KILLS=10 is the campaign of
+# docs/decisions.md §12 (20 kills at random moments).
+KILLS = int(os.environ.get("MIRRORD_EOS_KILLS", "3"))
 RATE = 1000
 
 
@@ -67,6 +67,40 @@ def test_kill_9_at_random_moments_copies_every_record_exactly_once_for_read_comm
         metrics = daemon.metrics()
         assert metric_value(metrics, "mirrord_delivery", delivery="exactly-once") == 1
         assert metric_value(metrics, "mirrord_transactions_total", outcome="committed") > 0
+        assert daemon.stop() == 0
+    finally:
+        trickle.stop()
+        daemon.stop()
+
+
+POINTS = ("open", "commit", "boundary", "init")  # io.mirrord.sink.HoldPoint
+
+
+@pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
+def test_kill_9_at_each_named_point_of_a_transaction_copies_every_record_exactly_once(
+        kafka_pair, unique, tmp_path, trigger):
+    """kill -9 with a transaction open, with its commit about to be asked for, at a batch's end before its last
+    commit, and right after a new owner's initTransactions (the JVM holds there: MIRRORD_TEST_HOLD_AT)."""
+    source, target = kafka_pair
+    topic, group = unique("eos-points"), unique("eos-points-group")
+    create_topic(source.bootstrap, topic, 4)
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"leader.election.enabled": "false", "delivery": "exactly-once", "trigger": trigger})
+    trickle = Trickle(source.bootstrap, topic, 4, total=900 * RATE, rate=RATE).start()
+    daemon = Mirrord(config)
+    try:
+        for point in POINTS:
+            daemon = Mirrord(config, env={"MIRRORD_TEST_HOLD_AT": point}).start()
+            daemon.wait_logged(f"mirrord test hold: {point}", 180)
+            daemon.kill9()
+        daemon = Mirrord(config).start()
+        daemon.wait_ready()
+        floor = count(target.bootstrap, topic)
+        wait_until(lambda: count(target.bootstrap, topic) > floor + RATE, 180, "the last run copying")
+        trickle.stop()
+        wait_all_mirrored(source.bootstrap, topic, group, timeout=300)
+        copied = assert_exactly_once(source.bootstrap, target.bootstrap, topic)
+        print(f"exactly once, {trigger}: kill -9 at {', '.join(POINTS)}: {copied} records, 0 duplicates, 0 missing")
         assert daemon.stop() == 0
     finally:
         trickle.stop()

@@ -14,9 +14,12 @@ from __future__ import annotations
 import contextlib
 import time
 
+import pytest
+
 from tests.harness.mirrord import Mirrord, write_flow
 from tests.harness.netns import Namespace
-from tests.harness.records import Trickle, count, create_topic, read_all, wait_until
+from tests.harness.records import Trickle, count, create_topic, read_all, read_committed, wait_until
+from tests.integration.test_resilience import wait_all_mirrored
 
 SESSION_S = 6  # the brokers' group.min.session.timeout.ms: the shortest session they accept
 RATE = 300
@@ -28,20 +31,33 @@ def _port(bootstrap: str) -> int:
     return int(bootstrap.rsplit(":", 1)[1])
 
 
-def _tagged(directory, source: str, target: str, topic: str, group: str, tag: str, metrics: bool):
+def _tagged(directory, source: str, target: str, topic: str, group: str, tag: str, metrics: bool, delivery: str):
     # A 6 s session leaves a record 1.8 s to be acknowledged (docs/decisions.md §6); on a loaded 2-core machine one
     # may not be: a batch that fails so is retried in-process, not an exit, so that only the cut decides here.
     config = write_flow(directory, source, target, topic, group=group, metrics=metrics,
-                        conf={"leader.session.timeout.ms": str(SESSION_S * 1000), "abort.on.send.failure": "false"})
+                        conf={"leader.session.timeout.ms": str(SESSION_S * 1000), "abort.on.send.failure": "false",
+                              "delivery": delivery})
     config.write_text(config.read_text() + f"\n[transform:host-{tag}]\ntopics = {topic}\n"
                                            f"value = concat(CAST(value AS STRING), '|{tag}')\n")
     return config
 
 
-def late_records(target: str, topic: str) -> dict[int, list[str]]:
-    """Per partition, the cut-off host's records (`|a`) that landed after the standby's first (`|b`)."""
+def assert_exactly_once_untagged(source: str, target: str, topic: str) -> None:
+    """The target, read read_committed and each copy's host tag removed, holds each source record once, in order."""
+    src, dst = read_all(source, topic), read_committed(target, topic)
+    for p, records in src.items():
+        got = [r.value.rsplit(b"|", 1)[0] for r in dst[p]]
+        want = [r.value for r in records]
+        duplicates, missing = len(got) - len(set(got)), len(set(want) - set(got))
+        assert (duplicates, missing) == (0, 0), f"partition {p}: {duplicates} duplicates, {missing} missing"
+        assert got == want, f"partition {p}: records reordered"
+
+
+def late_records(target: str, topic: str, read=read_all) -> dict[int, list[str]]:
+    """Per partition, the cut-off host's records (`|a`) that landed after the standby's first (`|b`), as `read`
+    reads the target."""
     late: dict[int, list[str]] = {}
-    for partition, records in read_all(target, topic).items():
+    for partition, records in read(target, topic).items():
         first_b = next((i for i, r in enumerate(records) if r.value.endswith(b"|b")), None)
         if first_b is None:
             continue
@@ -51,17 +67,20 @@ def late_records(target: str, topic: str) -> dict[int, list[str]]:
     return late
 
 
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
 def test_an_active_host_cut_off_from_the_target_lands_nothing_after_the_standby_took_over(kafka_pair, unique,
-                                                                                        tmp_path):
+                                                                                        tmp_path, delivery):
+    """Exactly once, the target read read_committed also holds each source record once (untagged), in order."""
     source, target = kafka_pair
     topic, group = unique("cut"), unique("cut-group")
     create_topic(source.bootstrap, topic, 2)
     ns = Namespace()
     ns.relay(_port(source.bootstrap))
     to_target = ns.relay(_port(target.bootstrap))
-    first = Mirrord(_tagged(tmp_path / "host-a", source.bootstrap, target.bootstrap, topic, group, "a", False),
-                    prefix=tuple(ns.command()))
-    second = Mirrord(_tagged(tmp_path / "host-b", source.bootstrap, target.bootstrap, topic, group, "b", True))
+    first = Mirrord(_tagged(tmp_path / "host-a", source.bootstrap, target.bootstrap, topic, group, "a", False,
+                            delivery), prefix=tuple(ns.command()))
+    second = Mirrord(_tagged(tmp_path / "host-b", source.bootstrap, target.bootstrap, topic, group, "b", True,
+                             delivery))
     trickle = Trickle(source.bootstrap, topic, 2, total=RATE * 90, rate=RATE)
     try:
         first.start().wait_ready()
@@ -85,9 +104,13 @@ def test_an_active_host_cut_off_from_the_target_lands_nothing_after_the_standby_
                                                  if "mirrord" in line and "records mirrored" not in line))
         trickle.join(180)
         wait_until(lambda: count(target.bootstrap, topic) >= trickle.sent, 120, "the standby copying the rest")
+        if delivery == "exactly-once":
+            wait_all_mirrored(source.bootstrap, topic, group)
         time.sleep(3)  # whatever the cut-off host could still deliver has had its chance
 
-        late = late_records(target.bootstrap, topic)
+        if delivery == "exactly-once":
+            assert_exactly_once_untagged(source.bootstrap, target.bootstrap, topic)
+        late = late_records(target.bootstrap, topic, read_committed if delivery == "exactly-once" else read_all)
         assert not late, (f"the cut-off host's buffered records landed after the standby's: "
                           f"{ {p: (len(v), v[:3]) for p, v in late.items()} }")
         copied = {r.key for records in read_all(target.bootstrap, topic).values() for r in records}

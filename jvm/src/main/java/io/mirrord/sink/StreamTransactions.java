@@ -68,6 +68,7 @@ final class StreamTransactions implements AutoCloseable {
                 : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, syncsFlushMs, stats, false);
         try {
             producer.initTransactions();  // fences every earlier producer of this id, aborting its open transaction
+            HoldPoint.reach("init");
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
             throw fenced(e);
         }
@@ -148,6 +149,7 @@ final class StreamTransactions implements AutoCloseable {
                 producer.send(new ProducerRecord<>(positionsTopic, null, positionKey(p.source.tp),
                         Long.toString(p.next).getBytes(StandardCharsets.UTF_8)));
             }
+            HoldPoint.reach("commit");
             producer.commitTransaction();
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
             throw fenced(e);

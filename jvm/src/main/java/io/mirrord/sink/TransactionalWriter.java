@@ -104,6 +104,7 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
         }
         Long timestamp = source.timestampMs() >= 0 ? source.timestampMs() : null;
         tx.send(from, source.sourceOffset(), target, partition, timestamp, source.key(), row.getAs(2), headers);
+        HoldPoint.reach("open");
         tx.commitIfDue();
     }
 
@@ -117,6 +118,7 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
         BUSY.remove(mine);
         if (error == null) {
             try {
+                HoldPoint.reach("boundary");
                 mine.commit();
                 IDLE.put(mine.id, mine);
                 return;
