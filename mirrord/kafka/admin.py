@@ -321,8 +321,11 @@ class TopicReader:
     def read_to_end(self, add: Callable[[object], None], timeout: float = TIMEOUT) -> int:
         """Hand every record written since the last call, decoded, to `add`; returns how many were read."""
         if self._consumer is None:
+            # read_committed: in exactly-once mode the offset syncs are written in transactions, and an aborted
+            # one's syncs name copies that were aborted (docs/decisions.md §12); its markers end the log
             self._consumer = Consumer({**self.cluster.settings, "group.id": "mirrord-internal-topics-reader",
-                                       "enable.auto.commit": False, "enable.partition.eof": False})
+                                       "enable.auto.commit": False, "enable.partition.eof": True,
+                                       "isolation.level": "read_committed"})
             self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         _, end = retrying(lambda: self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0),
                                                                        timeout=timeout))
@@ -333,6 +336,9 @@ class TopicReader:
                 raise MirrordError(f"reading {self.topic} on the {self.cluster.name} cluster: at offset "
                                    f"{self.position} of {end} after {timeout:.0f}s")
             for msg in self._consumer.consume(10_000, timeout=1.0):
+                if msg.error() and msg.error().code() == KafkaError._PARTITION_EOF:
+                    self.position = max(self.position, msg.offset())  # past transaction markers: no record there
+                    continue
                 if msg.error():
                     raise MirrordError(f"reading {self.topic}: {msg.error().str()}")
                 self.position = msg.offset() + 1

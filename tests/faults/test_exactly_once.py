@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from mirrord.kafka.admin import Cluster, TopicReader
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.records import Trickle, count, create_topic, read_all, read_committed, wait_until
 from tests.integration.test_resilience import wait_all_mirrored
@@ -149,6 +150,11 @@ def test_a_host_frozen_mid_transaction_is_fenced_by_the_broker_when_the_layout_c
         wait_all_mirrored(source.bootstrap, topic, group, timeout=300)
         copied = assert_exactly_once(source.bootstrap, target.bootstrap, topic)
         print(f"a host frozen mid-transaction, fenced by the broker: {copied} records, 0 duplicates, 0 missing")
+        # the offset syncs, written in the transactions, read to their end past the markers (translation's reader)
+        syncs = TopicReader(Cluster("target", {"bootstrap.servers": target.bootstrap}),
+                            "mm2-offset-syncs.source.internal")
+        assert syncs.read_to_end(lambda _sync: None) > 0
+        syncs.close()
         assert first.stop() == 0
     finally:
         trickle.stop()
