@@ -29,6 +29,7 @@ from mirrord.spark.session import (
     jvm_positions,
     jvm_totals,
     quiet_task_aborts,
+    running_tasks,
     stop_between_batches,
 )
 
@@ -116,9 +117,11 @@ class Query:
             with quiet_task_aborts(self.spark):
                 self.handle.stop()
                 deadline = time.monotonic() + grace
-                while in_flight(self.spark) and time.monotonic() < deadline:
+                # The stop returns before the killed tasks end, and a task may still send until it does: the
+                # producers are drained only once no task runs (seen: 0 in flight, then a record more).
+                while not drained(self.spark) and time.monotonic() < deadline:
                     time.sleep(DRAIN_POLL)
-            clean = in_flight(self.spark) == 0
+            clean = drained(self.spark)
         else:
             clean = stop_between_batches(self.spark, self.handle, grace)
         if self.flow.settings.delivery == EXACTLY_ONCE:
@@ -129,6 +132,11 @@ class Query:
         totals = jvm_totals(self.spark)
         self.positions.update(jvm_positions(self.spark), _records(totals))
         return clean
+
+
+def drained(spark) -> bool:
+    """No task of the stopped query still runs and the target acknowledged everything its producers sent."""
+    return running_tasks(spark) == 0 and in_flight(spark) == 0
 
 
 def _records(totals: dict) -> int:

@@ -157,6 +157,13 @@ def in_flight(spark) -> int:
     return int(spark._jvm.io.mirrord.sink.MirrorInterceptor.inFlight())
 
 
+def running_tasks(spark) -> int:
+    """Tasks running on the session's executors, as their ends reached the driver (a killed task counts
+    until it has ended)."""
+    infos = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+    return sum(int(info.numRunningTasks()) for info in infos)
+
+
 def default_parallelism(spark) -> int:
     """Task slots of the session's master (for a cluster: the cores of the executors registered)."""
     return int(spark.sparkContext.defaultParallelism)
