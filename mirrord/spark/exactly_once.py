@@ -6,10 +6,12 @@ positions they reach in the flow's positions topic and the offset syncs that pai
 starts, this module fences every earlier producer of the flow's ids (the broker aborts their open
 transactions and refuses their commits for ever), and only then reads the positions the target holds,
 `read_committed`: the start resumes from them, whatever Spark's checkpoint or the source group says.
+A position is `{"offset": <next offset>, "topicId": "<the source topic's id>"}` (the id when the writer knew it).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -74,11 +76,20 @@ def fence_zombies(spark, flow: Flow, streams: int) -> list[str]:
     return ids
 
 
-def committed_positions(target: admin.Cluster, topic: str, timeout: float = READ_TIMEOUT) -> dict[TP, int]:
+Position = tuple[int, "str | None"]  # the next offset, the id of the source topic it is an offset of (None: unknown)
+
+
+def known_topic_ids(spark, ids: dict[str, str]) -> None:
+    """The source topics' ids, given to the positions' owner before the first batch is planned: the batch's
+    tasks write them with the positions they commit."""
+    spark._jvm.io.mirrord.positions.Positions.DRIVER.topicIds(ids)
+
+
+def committed_positions(target: admin.Cluster, topic: str, timeout: float = READ_TIMEOUT) -> dict[TP, Position]:
     """The source positions the target's committed transactions reach: the newest per partition."""
     consumer = Consumer({**target.settings, "group.id": "mirrord-positions-reader", "enable.auto.commit": False,
                          "isolation.level": "read_committed", "enable.partition.eof": True})
-    positions: dict[TP, int] = {}
+    positions: dict[TP, Position] = {}
     try:
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         while True:
@@ -91,8 +102,17 @@ def committed_positions(target: admin.Cluster, topic: str, timeout: float = READ
                     return positions
                 raise MirrordError(f"cannot read the committed positions from {topic}: {message.error().str()}")
             source, _, partition = message.key().decode().rpartition(":")
-            positions[(source, int(partition))] = int(message.value().decode())
+            positions[(source, int(partition))] = _position(topic, message.key(), message.value())
     except KafkaException as exc:
         raise MirrordError(f"cannot read the committed positions from {topic}: {exc.args[0].str()}") from None
     finally:
         consumer.close()
+
+
+def _position(topic: str, key: bytes, value: bytes) -> Position:
+    try:
+        position = json.loads(value)
+        return int(position["offset"]), position.get("topicId")
+    except (ValueError, TypeError, KeyError):
+        raise MirrordError(f"cannot read the committed position {key.decode(errors='replace')!r} in {topic}: "
+                           f"{value[:80]!r} is not {{\"offset\": <next offset>, \"topicId\": <id>}}") from None

@@ -75,7 +75,9 @@ class Query:
         if s.delivery == EXACTLY_ONCE:
             exactly_once.fence_zombies(self.spark, self.flow, self.mode.streams)
             committed = exactly_once.committed_positions(target, exactly_once.positions_topic(s))
-            where = resume.resume_committed(s, self.flow.source_options.starting, source, topics, committed)
+            ids = source.topic_ids(topics)
+            exactly_once.known_topic_ids(self.spark, ids)
+            where = resume.resume_committed(s, self.flow.source_options.starting, source, topics, committed, ids)
         else:
             where = resume.resume(s, self.flow.source_options.starting, source, topics)
         self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode)

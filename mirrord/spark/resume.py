@@ -115,16 +115,21 @@ def resume(settings: Settings, starting: str, source: admin.Cluster, topics: dic
 
 
 def resume_committed(settings: Settings, starting: str, source: admin.Cluster, topics: dict[str, int],
-                     committed: dict[TP, int]) -> Resume:
+                     committed: dict[TP, tuple[int, str | None]], ids: dict[str, str]) -> Resume:
     """Exactly once (docs/decisions.md §12): each partition resumes where the target's committed transactions
     reach (`committed`), whatever Spark's checkpoint says (it is started afresh); a partition no transaction
     reached yet resumes where the source group says (a flow switched from at-least-once), else at `starting`.
-    A position past the partition's end is from before the topic was recreated: read from its start."""
+    A position of a topic whose id (`ids`, the source's now) is not the one it names, or past the partition's
+    end, is from before the topic was recreated: read from its start."""
     known = group_starts(source, settings.group_id, topics, {})
-    mine = {tp: o for tp, o in committed.items() if tp[0] in topics and tp[1] < topics[tp[0]]}
+    mine = {tp: p for tp, p in committed.items() if tp[0] in topics and tp[1] < topics[tp[0]]}
     ends = source.end_offsets(mine)
-    for tp, offset in mine.items():
-        if offset > ends.get(tp, offset):
+    for tp, (offset, topic_id) in mine.items():
+        if topic_id is not None and tp[0] in ids and ids[tp[0]] != topic_id:
+            log.warning("%s-%d was recreated on the source since the target committed its position %d: it is read "
+                        "from its start", tp[0], tp[1], offset)
+            offset = -2
+        elif offset > ends.get(tp, offset):
             log.warning("%s-%d ends at %d, before the position %d the target committed: the topic was recreated "
                         "since; it is read from its start", tp[0], tp[1], ends[tp], offset)
             offset = -2

@@ -36,9 +36,16 @@ def assert_exactly_once(source: str, target: str, topic: str) -> int:
     return sum(len(r) for r in src.values())
 
 
+POINTS = ("open", "commit", "boundary", "init")  # io.mirrord.sink.HoldPoint
+
+
 @pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
-def test_kill_9_at_random_moments_copies_every_record_exactly_once_for_read_committed_readers(
+def test_kill_9_at_random_moments_and_at_each_named_point_copies_every_record_exactly_once(
         kafka_pair, unique, tmp_path, trigger):
+    """One live stream, kill -9 at random moments, then at each named point of a transaction: with one open, with
+    its commit about to be asked for, at a batch's end before its last commit, and right after a new owner's
+    initTransactions (the JVM holds there: MIRRORD_TEST_HOLD_AT). A read_committed reader of the target then
+    finds every record once, in order."""
     source, target = kafka_pair
     topic, group = unique("eos"), unique("eos-group")
     create_topic(source.bootstrap, topic, 4)
@@ -56,40 +63,6 @@ def test_kill_9_at_random_moments_copies_every_record_exactly_once_for_read_comm
             time.sleep(rng.uniform(0.0, 3.0))  # a random moment of the stream is the point of this test
             daemon.kill9()
             assert trickle.is_alive(), "the stream ended before this kill"
-        daemon.start()
-        daemon.wait_ready()
-        floor = count(target.bootstrap, topic)
-        wait_until(lambda: count(target.bootstrap, topic) > floor + RATE, 180, "the last run copying")
-        trickle.stop()
-        assert not trickle.errors, trickle.errors[:3]
-        wait_all_mirrored(source.bootstrap, topic, group, timeout=300)
-        copied = assert_exactly_once(source.bootstrap, target.bootstrap, topic)
-        print(f"exactly once, {trigger}: kill -9 x{KILLS}, {copied} records, 0 duplicates, 0 missing")
-        metrics = daemon.metrics()
-        assert metric_value(metrics, "mirrord_delivery", delivery="exactly-once") == 1
-        assert metric_value(metrics, "mirrord_transactions_total", outcome="committed") > 0
-        assert daemon.stop() == 0
-    finally:
-        trickle.stop()
-        daemon.stop()
-
-
-POINTS = ("open", "commit", "boundary", "init")  # io.mirrord.sink.HoldPoint
-
-
-@pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
-def test_kill_9_at_each_named_point_of_a_transaction_copies_every_record_exactly_once(
-        kafka_pair, unique, tmp_path, trigger):
-    """kill -9 with a transaction open, with its commit about to be asked for, at a batch's end before its last
-    commit, and right after a new owner's initTransactions (the JVM holds there: MIRRORD_TEST_HOLD_AT)."""
-    source, target = kafka_pair
-    topic, group = unique("eos-points"), unique("eos-points-group")
-    create_topic(source.bootstrap, topic, 4)
-    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
-                        conf={"leader.election.enabled": "false", "delivery": "exactly-once", "trigger": trigger})
-    trickle = Trickle(source.bootstrap, topic, 4, total=900 * RATE, rate=RATE).start()
-    daemon = Mirrord(config)
-    try:
         for point in POINTS:
             daemon = Mirrord(config, env={"MIRRORD_TEST_HOLD_AT": point}).start()
             daemon.wait_logged(f"mirrord test hold: {point}", 180)
@@ -99,9 +72,14 @@ def test_kill_9_at_each_named_point_of_a_transaction_copies_every_record_exactly
         floor = count(target.bootstrap, topic)
         wait_until(lambda: count(target.bootstrap, topic) > floor + RATE, 180, "the last run copying")
         trickle.stop()
+        assert not trickle.errors, trickle.errors[:3]
         wait_all_mirrored(source.bootstrap, topic, group, timeout=300)
         copied = assert_exactly_once(source.bootstrap, target.bootstrap, topic)
-        print(f"exactly once, {trigger}: kill -9 at {', '.join(POINTS)}: {copied} records, 0 duplicates, 0 missing")
+        print(f"exactly once, {trigger}: kill -9 x{KILLS} at random moments and at {', '.join(POINTS)}: {copied} "
+              "records, 0 duplicates, 0 missing")
+        metrics = daemon.metrics()
+        assert metric_value(metrics, "mirrord_delivery", delivery="exactly-once") == 1
+        assert metric_value(metrics, "mirrord_transactions_total", outcome="committed") > 0
         assert daemon.stop() == 0
     finally:
         trickle.stop()

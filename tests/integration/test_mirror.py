@@ -24,6 +24,7 @@ from tests.harness.records import (
     end_offsets,
     produce,
     read_all,
+    read_committed,
     topic_partitions,
     wait_until,
 )
@@ -327,8 +328,11 @@ def test_a_group_a_few_records_behind_resumes_exactly_after_its_last_record_on_a
         assert dst[p][expected[p]].fields() == src[p][n].fields(), f"partition {p}: not the next record"
 
 
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
 def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state_dir_is_lost(
-        kafka_pair, unique, tmp_path):
+        kafka_pair, unique, tmp_path, delivery):
+    """Exactly once, the syncs are written in the records' transactions and the target's offsets have gaps (the
+    transaction markers): the group lands on the copy of its next record all the same."""
     source, target = kafka_pair
     topic, group = unique("syncs-kept"), unique("syncs-kept-mirror")
     create_topic(source.bootstrap, topic, 2)
@@ -339,7 +343,7 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
     consumer_group = unique("syncs-kept-app")
     config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
                         conf={"sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "1",
-                              "groups": consumer_group, "source.alias": unique("alias")})
+                              "groups": consumer_group, "source.alias": unique("alias"), "delivery": delivery})
     daemon = Mirrord(config).start()
     try:
         daemon.wait_ready()
@@ -347,12 +351,23 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
         assert daemon.stop() == 0
         shutil.rmtree(tmp_path / "flow" / "state")  # the host's disk is lost; the target cluster is not
 
-        commit_offsets(source.bootstrap, consumer_group, topic, {0: 97, 1: 3})
+        position = {0: 97, 1: 3}
+        commit_offsets(source.bootstrap, consumer_group, topic, position)
         daemon = Mirrord(config).start()
         daemon.wait_ready()
-        wait_until(lambda: committed_offsets(target.bootstrap, consumer_group, topic) == {0: 13 + 97, 1: 3}, 60,
-                   "the group translated exactly from the syncs read back from the target")
-        assert count(target.bootstrap, topic) == 13 + 300, "nothing copied twice after the state was lost"
+        src, dst = read_all(source.bootstrap, topic), read_committed(target.bootstrap, topic)
+        copies = {p: {r.fields(): r.offset for r in dst[p]} for p in (0, 1)}
+        # the group's next record is the copy of its next source record: no record before it is skipped
+        # (read from the previous copy's offset on, the first record is that copy)
+        landing = {p: (copies[p][src[p][o - 1].fields()] + 1 if o else 0, copies[p][src[p][o].fields()])
+                   for p, o in position.items()}
+        if delivery == "at-least-once":
+            assert landing == {0: (13 + 97, 13 + 97), 1: (3, 3)}  # no gaps: exactly the source offsets, shifted
+        wait_until(lambda: all(lo <= committed_offsets(target.bootstrap, consumer_group, topic).get(p, -1) <= hi
+                               for p, (lo, hi) in landing.items()), 60,
+                   f"the group translated onto its next records' copies {landing} from the syncs read back")
+        dst = read_committed(target.bootstrap, topic)
+        assert [len(dst[p]) for p in (0, 1)] == [13 + len(src[0]), len(src[1])], "nothing copied twice"
         assert daemon.stop() == 0
     finally:
         daemon.stop()

@@ -16,6 +16,7 @@ from tests.harness.records import (
     create_topic,
     produce,
     read_all,
+    read_committed,
     topic_partitions,
     wait_until,
 )
@@ -84,3 +85,44 @@ def _copy_across_a_recreation(host: Mirrord, config, source, target, topic: str,
     copied = [r for records in read_all(target.bootstrap, topic).values() for r in records]
     assert all(r.partition == int(r.key.split(b"-")[1][1:]) for r in copied)  # each in its source partition
     assert host.stop() == 0, host.output()[-3000:]
+
+
+def test_exactly_once_reads_a_topic_recreated_while_it_was_stopped_from_its_start(kafka_pair, unique, tmp_path):
+    """Exactly once resumes from the positions the target's transactions committed: one of the old topic,
+    which the new topic grew past while mirrord was stopped, would skip the new topic's first records. The
+    positions name the topic's id; a read_committed reader finds the old records, then the new, each once."""
+    source, target = kafka_pair
+    topic, group = unique("recreated-eos"), unique("recreated-eos-group")
+    create_topic(source.bootstrap, topic, PARTITIONS)
+    produce(source.bootstrap, topic, batch("old", 200))
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"delivery": "exactly-once"})
+    host = Mirrord(config)
+    try:
+        host.start().wait_ready()
+        wait_until(lambda: sum(map(len, read_committed(target.bootstrap, topic).values())) >= 200 * PARTITIONS, 120,
+                   "the old topic copied")
+        assert host.stop() == 0, host.output()[-3000:]
+        old = read_all(source.bootstrap, topic)
+
+        admin = AdminClient({"bootstrap.servers": source.bootstrap})
+        admin.delete_topics([topic])[topic].result()
+        wait_until(lambda: topic_partitions(source.bootstrap, topic) == 0, 30, "the old topic gone")
+        create_topic(source.bootstrap, topic, PARTITIONS)
+        produce(source.bootstrap, topic, batch("new", 300))  # past the positions the old topic reached
+        new = read_all(source.bootstrap, topic)
+
+        host.start().wait_ready()
+        want = {p: [r.fields() for r in old[p] + new[p]] for p in range(PARTITIONS)}
+        wait_until(lambda: sum(map(len, read_committed(target.bootstrap, topic).values())) >= 500 * PARTITIONS,
+                   60, "the new topic copied")
+        got = {p: [r.fields() for r in records] for p, records in read_committed(target.bootstrap, topic).items()}
+        for p in range(PARTITIONS):
+            missing = len(set(want[p]) - set(got[p]))
+            assert got[p] == want[p], f"partition {p}: {missing} missing, {len(got[p]) - len(set(got[p]))} duplicates"
+        assert "was recreated on the source since the target committed its position" in host.output()
+        assert host.stop() == 0, host.output()[-3000:]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- mirrord's log:\n{host.output()[-4000:]}") from None
+    finally:
+        host.stop()

@@ -120,7 +120,8 @@ class SourceWithEnds(Source):
 def test_exactly_once_resumes_from_the_targets_committed_positions_whatever_the_checkpoint_and_group_say(tmp_path):
     checkpoint(tmp_path, {"t": {"0": 50, "1": 60}})  # ahead: a batch the transactions never committed
     source = SourceWithEnds({("t", 0): 45, ("t", 1): 9}, ends={("t", 0): 70})
-    where = resume_committed(settings(tmp_path), "earliest", source, TOPICS, {("t", 0): 40, ("x", 0): 3})
+    where = resume_committed(settings(tmp_path), "earliest", source, TOPICS,
+                             {("t", 0): (40, "id-t"), ("x", 0): (3, None)}, {"t": "id-t"})
     # t-0 from the target's position (behind the group: the group is for the lag tools); t-1, which no
     # transaction reached yet, from the group; a topic no longer mirrored is left out
     assert json.loads(where.starting) == {"t": {"0": 40, "1": 9}} and where.lost == {}
@@ -129,7 +130,15 @@ def test_exactly_once_resumes_from_the_targets_committed_positions_whatever_the_
 
 def test_exactly_once_reads_a_partition_from_its_start_when_its_position_is_past_its_end(tmp_path):
     source = SourceWithEnds({}, ends={("t", 0): 5, ("t", 1): 30}, log_starts={("t", 1): 25})
-    where = resume_committed(settings(tmp_path), "latest", source, TOPICS, {("t", 0): 900, ("t", 1): 20})
+    where = resume_committed(settings(tmp_path), "latest", source, TOPICS,
+                             {("t", 0): (900, None), ("t", 1): (20, None)}, {})
     assert json.loads(where.starting) == {"t": {"0": -2, "1": 25}}  # recreated; below the log start: lost
     assert where.lost == {("t", 1): (20, 25)}
-    assert resume_committed(settings(tmp_path), "latest", SourceWithEnds({}, {}), TOPICS, {}) == Resume("latest")
+    assert resume_committed(settings(tmp_path), "latest", SourceWithEnds({}, {}), TOPICS, {}, {}) == Resume("latest")
+
+
+def test_exactly_once_reads_a_recreated_topic_from_its_start_though_it_grew_past_the_position(tmp_path):
+    source = SourceWithEnds({}, ends={("t", 0): 300, ("t", 1): 300})
+    where = resume_committed(settings(tmp_path), "latest", source, TOPICS,
+                             {("t", 0): (200, "old-id"), ("t", 1): (200, "new-id")}, {"t": "new-id"})
+    assert json.loads(where.starting) == {"t": {"0": -2, "1": 200}}

@@ -33,6 +33,7 @@ public final class Positions {
     public static final Positions DRIVER = new Positions();
 
     private final Map<TopicPartition, Entry> entries = new HashMap<>();  // guarded by this
+    private final Map<String, String> ids = new HashMap<>();  // each source topic's id as last asked; guarded by this
 
     static final class Entry {
         long incarnation;
@@ -89,6 +90,7 @@ public final class Positions {
      * new incarnation with its position unknown.
      */
     public synchronized void topicIds(Map<String, String> ids) {
+        this.ids.putAll(ids);
         entries.forEach((tp, e) -> {
             String id = ids.get(tp.topic());
             if (id == null) {
@@ -103,6 +105,18 @@ public final class Positions {
             }
             e.topicId = id;
         });
+    }
+
+    /** The ids known of these partitions' topics (a batch's plan carries them to its tasks). */
+    public synchronized Map<String, String> topicIdsOf(Collection<TopicPartition> partitions) {
+        Map<String, String> known = new HashMap<>();
+        for (TopicPartition tp : partitions) {
+            String id = ids.get(tp.topic());
+            if (id != null) {
+                known.put(tp.topic(), id);
+            }
+        }
+        return known;
     }
 
     /** Those of {@code partitions} recreated since last asked: the next batch reads them from their start. */
@@ -121,6 +135,7 @@ public final class Positions {
     /** These topics were deleted from the source: their positions are forgotten (a commit would be refused). */
     public synchronized void forget(Collection<String> topics) {
         entries.keySet().removeIf(tp -> topics.contains(tp.topic()));
+        ids.keySet().removeAll(topics);
     }
 
     /** The topics whose ids are worth asking for: those with a position here. */

@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -37,7 +38,7 @@ import org.slf4j.LoggerFactory;
  */
 final class StreamTransactions implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(StreamTransactions.class);
-    static final String POSITION_FORMAT = "next offset as a decimal string";
+    static final String POSITION_FORMAT = "{\"offset\":<next offset>,\"topicId\":\"<the source topic's id>\"}";
     private final Producer<byte[], byte[]> producer;
     final String id;
     private final String positionsTopic;
@@ -147,7 +148,7 @@ final class StreamTransactions implements AutoCloseable {
             }
             for (Pending p : pending.values()) {
                 producer.send(new ProducerRecord<>(positionsTopic, null, positionKey(p.source.tp),
-                        Long.toString(p.next).getBytes(StandardCharsets.UTF_8)));
+                        positionValue(p.next, p.topicId)));
             }
             HoldPoint.reach("commit");
             producer.commitTransaction();
@@ -208,6 +209,16 @@ final class StreamTransactions implements AutoCloseable {
         return (tp.topic() + ":" + tp.partition()).getBytes(StandardCharsets.UTF_8);
     }
 
+    /**
+     * A position as committed: the next offset and the id of the source topic it is an offset of, so that a
+     * start after the topic was recreated (and refilled past it) reads the new topic from its start.
+     */
+    static byte[] positionValue(long next, String topicId) {
+        String value = topicId == null ? "{\"offset\":" + next + "}"
+                : "{\"offset\":" + next + ",\"topicId\":\"" + topicId + "\"}";
+        return value.getBytes(StandardCharsets.UTF_8);
+    }
+
     private void begin() {
         try {
             producer.beginTransaction();
@@ -241,6 +252,7 @@ final class StreamTransactions implements AutoCloseable {
         final String target;
         final Stats.Tally tally;
         final AtomicLong incarnation;
+        final AtomicReference<String> topicId;
         final OffsetSyncWriter.PartitionState syncState;
 
         Source(TopicPartition tp, String target) {
@@ -248,6 +260,7 @@ final class StreamTransactions implements AutoCloseable {
             this.target = target;
             this.tally = stats.tally(target, tp.topic(), tp.partition());
             this.incarnation = Incarnations.of(tp.topic(), tp.partition());
+            this.topicId = Incarnations.topicIdOf(tp.topic());
             this.syncState = syncs == null ? null : syncs.state(tp);
         }
     }
@@ -257,6 +270,7 @@ final class StreamTransactions implements AutoCloseable {
         final Source source;
         long next = -1;
         long incarnation;
+        String topicId;  // of the source topic the records were read from; null: not known
         long[] timestamps = new long[16];
         int count;
 
@@ -271,6 +285,7 @@ final class StreamTransactions implements AutoCloseable {
             timestamps[count++] = timestampMs;
             next = sourceOffset + 1;
             incarnation = source.incarnation.get();
+            topicId = source.topicId.get();
         }
 
         /** The transaction committed: its records are mirrored, and the partition's position reached. */

@@ -202,10 +202,11 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         });
         recreated.clear();
         planned = Positions.DRIVER.incarnations(ends.keySet());
+        Map<String, String> ids = Positions.DRIVER.topicIdsOf(ends.keySet());
         List<InputPartition> splits = new ArrayList<>();
         for (int i = 0; i < options.streams; i++) {
             if (!froms.get(i).isEmpty()) {
-                splits.add(new StreamSplit(run, i, froms.get(i), untils.get(i), planned, options));
+                splits.add(new StreamSplit(run, i, froms.get(i), untils.get(i), planned, ids, options));
             }
         }
         return splits.toArray(new InputPartition[0]);
@@ -232,9 +233,10 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         List<Map<TopicPartition, Long>> froms = groups();
         from.forEach((tp, offset) -> froms.get(Assignment.streamOf(tp, options.streams)).put(tp, offset));
         planned = Positions.DRIVER.incarnations(from.keySet());
+        Map<String, String> ids = Positions.DRIVER.topicIdsOf(from.keySet());
         InputPartition[] splits = new InputPartition[options.streams];
         for (int i = 0; i < options.streams; i++) {  // every stream, also one with nothing yet: it finds topics
-            splits[i] = new StreamSplit(run, i, froms.get(i), null, planned, options);
+            splits[i] = new StreamSplit(run, i, froms.get(i), null, planned, ids, options);
         }
         return splits;
     }

@@ -22,6 +22,7 @@ final class StreamReader implements SupportsRealTimeRead<InternalRow> {
     StreamReader(StreamSplit split, StreamConsumer consumer) {
         this.consumer = consumer;
         split.incarnations.forEach(Incarnations::set);  // before any record is handed out
+        split.topicIds.forEach(Incarnations::setTopicId);
         try {
             consumer.begin(split.from, split.until);
         } catch (RuntimeException e) {

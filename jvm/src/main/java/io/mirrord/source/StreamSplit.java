@@ -17,15 +17,17 @@ final class StreamSplit implements InputPartition {
     final HashMap<TopicPartition, Long> from;
     final HashMap<TopicPartition, Long> until;  // null in real-time mode
     final HashMap<TopicPartition, Long> incarnations;  // each partition's, as the driver planned it
+    final HashMap<String, String> topicIds;  // each topic's id the driver knew then (absent: not known)
     final SourceOptions options;
 
     StreamSplit(String run, int stream, Map<TopicPartition, Long> from, Map<TopicPartition, Long> until,
-                Map<TopicPartition, Long> incarnations, SourceOptions options) {
+                Map<TopicPartition, Long> incarnations, Map<String, String> topicIds, SourceOptions options) {
         this.run = run;
         this.stream = stream;
         this.from = new HashMap<>(from);
         this.until = until == null ? null : new HashMap<>(until);
         this.incarnations = new HashMap<>(incarnations);
+        this.topicIds = new HashMap<>(topicIds);
         this.options = options;
     }
 

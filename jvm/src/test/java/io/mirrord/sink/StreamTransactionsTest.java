@@ -1,6 +1,7 @@
 package io.mirrord.sink;
 
 import io.mirrord.metrics.Stats;
+import io.mirrord.positions.Incarnations;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -70,9 +71,24 @@ public class StreamTransactionsTest {
         assertEquals("x", new String(first.headers().lastHeader("h").value(), StandardCharsets.UTF_8));
         ProducerRecord<byte[], byte[]> position = written.get(3);
         assertEquals("orders:2", new String(position.key(), StandardCharsets.UTF_8));
-        assertEquals("42", new String(position.value(), StandardCharsets.UTF_8));
+        assertEquals("{\"offset\":42}", new String(position.value(), StandardCharsets.UTF_8));  // no id known yet
         assertEquals(1, t.committed());
         assertTrue(stats.toJson().contains("\"transactions\":{\"committed\":1,\"aborted\":0}"), stats.toJson());
+    }
+
+    @Test
+    void aPositionNamesTheSourceTopicsIdItWasReadUnder() {
+        MockProducer<byte[], byte[]> producer = producer(true);
+        StreamTransactions t = transactions(producer);
+        Incarnations.setTopicId("orders", "old-id");
+        send(t, 5);
+        Incarnations.setTopicId("orders", "new-id");  // recreated: the next batch's records are the new topic's
+        send(t, 0);
+        t.commit();
+        ProducerRecord<byte[], byte[]> position = producer.history().get(producer.history().size() - 1);
+        assertEquals(POSITIONS, position.topic());
+        assertEquals("{\"offset\":1,\"topicId\":\"new-id\"}", new String(position.value(), StandardCharsets.UTF_8));
+        Incarnations.setTopicId("orders", null);
     }
 
     @Test
