@@ -7,6 +7,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
@@ -29,6 +30,14 @@ TIMEOUT = 15.0
 OUTAGE_TIMEOUT = 120.0  # as long as the producer retries a record (delivery.timeout.ms)
 
 TP = tuple[str, int]
+
+
+class Member(NamedTuple):
+    """A consumer group's member: its client id, its host, whether it holds partitions."""
+    client_id: str
+    host: str
+    assigned: bool
+
 CONFIG_REFUSED = {KafkaError.INVALID_CONFIG, KafkaError.POLICY_VIOLATION}
 RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
              KafkaError.NOT_COORDINATOR, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT,
@@ -58,6 +67,7 @@ class Cluster:
         self.settings = with_logger(dict(settings))
         self.admin = AdminClient(self.settings)
         self._groups: dict[str, Consumer] = {}
+        self.java_members: Callable[[str, float], list[Member]] | None = None
 
     def check(self, timeout: float = TIMEOUT) -> None:
         self.admin.poll(0)  # its log lines (mirrord.kafka), which wait for a poll
@@ -132,14 +142,22 @@ class Cluster:
 
     def group_members(self, group: str) -> list[str]:
         """The group's members now, as client-id@host."""
-        desc = retrying(lambda: self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result())
-        return [f"{m.client_id}@{m.host}" for m in desc.members]
+        return [f"{m.client_id}@{m.host}" for m in retrying(lambda: self.members(group, TIMEOUT))]
 
     def assigned_clients(self, group: str) -> list[str]:
         """The client ids of the group's members that hold a partition now (one quick question: the caller
         asks again later)."""
-        desc = self.admin.describe_consumer_groups([group], request_timeout=5)[group].result(timeout=10)
-        return [m.client_id for m in desc.members if m.assignment and m.assignment.topic_partitions]
+        return [m.client_id for m in self.members(group, 5) if m.assigned]
+
+    def members(self, group: str, timeout: float) -> list[Member]:
+        """The group's members now. A daemon asks through Kafka's Java client (`java_members`, set once its JVM
+        runs): librdkafka's DescribeConsumerGroups aborts the process when its request cannot be sent on a
+        connection that drops (librdkafka issue 4605), as on a host cut off from its target."""
+        if self.java_members is not None:
+            return self.java_members(group, timeout)
+        desc = self.admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout=2 * timeout)
+        return [Member(m.client_id, m.host, bool(m.assignment and m.assignment.topic_partitions))
+                for m in desc.members]
 
     def forget_groups(self, keep: str = "") -> None:
         """Close the clients opened for other groups' offsets."""

@@ -16,9 +16,11 @@ import sys
 import threading
 from collections.abc import Callable
 
-from mirrord.errors import MirrordError
+from mirrord.errors import ClusterUnavailable, MirrordError
 from mirrord.jars import PACKAGE_DIR, connector_jars
+from mirrord.kafka import admin
 from mirrord.settings.config import Settings
+from mirrord.settings.flow import Flow
 from mirrord.settings.keys import EXACTLY_ONCE
 from mirrord.settings.redact import SECRET_KEY, redact
 
@@ -155,6 +157,23 @@ def in_flight(spark) -> int:
     query stopped, its cached producers still deliver what they buffered. Executors of a Spark cluster
     are other JVMs: there, nothing is known (0)."""
     return int(spark._jvm.io.mirrord.sink.MirrorInterceptor.inFlight())
+
+
+def java_members(spark, flow: Flow) -> Callable[[str, float], list[admin.Member]]:
+    """A consumer group's members on the target, asked through Kafka's Java Admin in this JVM
+    (io.mirrord.fencing.GroupMembers; admin.Cluster.members says why), with the producer's Java properties."""
+    config = {k.removeprefix("kafka."): v for k, v in flow.sink_options.items()
+              if k.startswith("kafka.") and not k.startswith("kafka.mirrord.")}
+    describe = spark._jvm.io.mirrord.fencing.GroupMembers.describe
+
+    def members(group: str, timeout: float) -> list[admin.Member]:
+        try:
+            rows = [str(row).split("\t") for row in describe(config, group, int(timeout * 1000))]
+        except Exception as exc:  # noqa: BLE001 - py4j wraps the Java client's error
+            raise ClusterUnavailable(f"cannot describe group {group} on the target: "
+                                     f"{one_line(str(getattr(exc, 'java_exception', exc)))}") from None
+        return [admin.Member(client, host, held == "1") for client, host, held in rows]
+    return members
 
 
 def running_tasks(spark) -> int:

@@ -21,7 +21,7 @@ from mirrord.positions import Positions
 from mirrord.settings.flow import Flow
 from mirrord.spark import modes
 from mirrord.spark.pipeline import check_transforms
-from mirrord.spark.session import add_progress_listener, one_line, spark_session, wait_jvm_exit
+from mirrord.spark.session import add_progress_listener, java_members, one_line, spark_session, wait_jvm_exit
 from mirrord.supervisor.health import ClusterWatch
 from mirrord.supervisor.jobs import SideJobs
 from mirrord.supervisor.running import Mirroring
@@ -77,6 +77,7 @@ def build(flow: Flow, metrics: Metrics, stop: threading.Event, spark_started: Ca
     log.info("starting Spark (%s)", master)
     spark = spark_session(s, master)
     spark_started()
+    target.java_members = java_members(spark, flow)  # groups asked through Java (admin.Cluster.members)
     lease = Lease(spark, election) if s.leader_election else None
     check_transforms(spark, flow)
     mirroring = Mirroring(spark, flow, master, source, target, positions, metrics, clusters, translation, lease)
