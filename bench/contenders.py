@@ -114,7 +114,9 @@ class MirrorMaker2(Contender):
         return streams if self.tasks == "streams" else partitions
 
     def describe(self, partitions: int, streams: int) -> str:
-        return f"MirrorMaker 2 (dedicated, 4.2.0, tasks.max = {self.tasks_max(partitions, streams)} = {self.tasks})"
+        once = ", exactly once" if self.exactly_once else ""
+        tasks = self.tasks_max(partitions, streams)
+        return f"MirrorMaker 2 (dedicated, 4.2.0, tasks.max = {tasks} = {self.tasks}{once})"
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
         src, tgt = f"src{run.id}", f"tgt{run.id}"  # fresh aliases: fresh internal topics and offsets
@@ -251,9 +253,10 @@ class Mirrord(Contender):
         consumer = properties(run.workdir / "consumer.properties", {
             "bootstrap.servers": ctx.source, "group.id": self.group(run), "auto.offset.reset": "earliest"})
         producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER})
-        settings = {
-            "consumer.config": str(consumer), "producer.config": str(producer), "whitelist": run.pattern,
-            "num.streams": str(ctx.streams), "state.dir": str(run.workdir / "state"),
+        settings = {  # absolute: a mirrord.conf's relative paths are its directory's
+            "consumer.config": str(consumer.resolve()), "producer.config": str(producer.resolve()),
+            "whitelist": run.pattern, "num.streams": str(ctx.streams),
+            "state.dir": str((run.workdir / "state").resolve()),
             "metrics.listen": f"127.0.0.1:{free_port()}", "flow": f"bench{run.id}",
         }
         mirrord = str(VENV / "bin" / "mirrord")
