@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
@@ -110,7 +111,10 @@ final class StreamTransactions implements AutoCloseable {
                 }
             });
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
-            throw fenced(e);
+            throw remember(fenced(e));
+        } catch (IllegalStateException | KafkaException e) {  // the producer's transaction is in error already
+            throw remember(new TransactionFailed("a record for " + s.target + " not sent in transaction of " + id
+                    + ": " + e, e));
         }
     }
 
@@ -153,7 +157,11 @@ final class StreamTransactions implements AutoCloseable {
             HoldPoint.reach("commit");
             producer.commitTransaction();
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
-            throw fenced(e);
+            throw remember(fenced(e));
+        } catch (TransactionFailed e) {
+            throw remember(e);
+        } catch (RuntimeException e) {  // a commit that timed out (a broker bounced), an abortable error
+            throw remember(new TransactionFailed("transaction of " + id + " not committed: " + e, e));
         }
         long now = System.currentTimeMillis();
         for (Pending p : pending.values()) {
@@ -178,6 +186,14 @@ final class StreamTransactions implements AutoCloseable {
             producer.abortTransaction();
         }
         failure = null;
+    }
+
+    /** The open transaction cannot commit: every later send and commit fails with {@code e} until it is aborted. */
+    private RuntimeException remember(RuntimeException e) {
+        if (failure == null) {
+            failure = e;
+        }
+        return e;
     }
 
     /** A timed commit failed: the task's next send, or its end, fails with {@code e}. */

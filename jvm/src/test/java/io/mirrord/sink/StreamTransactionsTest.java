@@ -16,6 +16,7 @@ import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.NotEnoughReplicasException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
@@ -89,6 +90,20 @@ public class StreamTransactionsTest {
         assertEquals(POSITIONS, position.topic());
         assertEquals("{\"offset\":1,\"topicId\":\"new-id\"}", new String(position.value(), StandardCharsets.UTF_8));
         Incarnations.setTopicId("orders", null);
+    }
+
+    @Test
+    void aCommitThatTimedOutFailsTheTransactionAndEverySendAfterIt() {
+        MockProducer<byte[], byte[]> producer = producer(true);
+        StreamTransactions t = transactions(producer);
+        send(t, 3);
+        producer.commitTransactionException = new TimeoutException("Timeout expired after 3000ms while awaiting EndTxn");
+        RuntimeException e = assertThrows(StreamTransactions.TransactionFailed.class, t::commit);
+        assertTrue(e.getMessage().contains("not committed") && e.getMessage().contains("EndTxn"), e.getMessage());
+        // the task's next record, between the timer's failed commit and the task's end: the transaction's failure,
+        // not the producer's IllegalStateException, so the supervisor restarts from the target's positions
+        assertThrows(StreamTransactions.TransactionFailed.class, () -> send(t, 4));
+        assertEquals(0, t.committed());
     }
 
     @Test
