@@ -164,6 +164,13 @@ class Flow:
         return self.settings.flow
 
     @property
+    def target_properties(self) -> dict[str, str]:
+        """The target's Java client properties, as producer.properties gave them (Spark's `kafka.` prefix and
+        mirrord's own options left out): for the JVM's own clients of the target."""
+        return {k.removeprefix("kafka."): v for k, v in self.sink_options.items()
+                if k.startswith("kafka.") and not k.startswith("kafka.mirrord.")}
+
+    @property
     def offset_syncs_topic(self) -> str:
         return offset_syncs_topic(self.settings)
 

@@ -45,8 +45,7 @@ def transactional_prefix(settings: Settings) -> str:
 def producer_config(flow: Flow) -> dict[str, str]:
     """The target's producer properties for the transactional producers: the sink's, without mirrord's
     interceptor (the writer does its work), max.block.ms bounded."""
-    config = {k.removeprefix("kafka."): v for k, v in flow.sink_options.items()
-              if k.startswith("kafka.") and not k.startswith("kafka.mirrord.")}
+    config = flow.target_properties
     others = [c for c in config.pop("interceptor.classes", "").split(",") if c and not c.startswith("io.mirrord.")]
     if others:
         config["interceptor.classes"] = ",".join(others)

@@ -162,8 +162,7 @@ def in_flight(spark) -> int:
 def java_members(spark, flow: Flow) -> Callable[[str, float], list[admin.Member]]:
     """A consumer group's members on the target, asked through Kafka's Java Admin in this JVM
     (io.mirrord.fencing.GroupMembers; admin.Cluster.members says why), with the producer's Java properties."""
-    config = {k.removeprefix("kafka."): v for k, v in flow.sink_options.items()
-              if k.startswith("kafka.") and not k.startswith("kafka.mirrord.")}
+    config = flow.target_properties
     describe = spark._jvm.io.mirrord.fencing.GroupMembers.describe
 
     def members(group: str, timeout: float) -> list[admin.Member]:
