@@ -6,8 +6,12 @@ waiting overlap its work and its CPU-hungry fault tests get both cores.
    (unit tests, the bench's harness, the packages in containers). The main lane beside it: the integration
    and system tests. Each lane has its own brokers and temporary directory; the side lane's output is kept
    in a file and printed after the main lane's.
-2. Alone: the fault tests (kill -9 campaign, signals, a host cut off), whose JVMs run sustained streams and
-   catch-ups: beside another lane the kill campaign took 505 s instead of 300 s.
+2. Alone: the fault tests (kill -9 campaigns, signals, a host cut off), whose JVMs run sustained streams and
+   catch-ups: beside another lane the kill campaign took 505 s instead of 300 s. `make test` kills 4 times
+   at least once and 3 + 4 times per trigger mode exactly once; MIRRORD_KILLS=10 MIRRORD_EOS_KILLS=10 run the
+   whole campaigns.
+
+Where the time goes, per test: `python -m tests.lanes -p tests.harness.cputime` (tests/harness/cputime.py).
 
 The exit status is the worst of the three (pytest's 5, nothing selected, counts as success). Arguments go to
 every process; with test paths among them, one pytest runs them as given.

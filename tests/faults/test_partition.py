@@ -81,7 +81,7 @@ def test_an_active_host_cut_off_from_the_target_lands_nothing_after_the_standby_
                             delivery), prefix=tuple(ns.command()))
     second = Mirrord(_tagged(tmp_path / "host-b", source.bootstrap, target.bootstrap, topic, group, "b", True,
                              delivery))
-    trickle = Trickle(source.bootstrap, topic, 2, total=RATE * 90, rate=RATE)
+    trickle = Trickle(source.bootstrap, topic, 2, total=RATE * 900, rate=RATE)  # until stopped
     try:
         first.start().wait_ready()
         second.start()
@@ -102,7 +102,11 @@ def test_an_active_host_cut_off_from_the_target_lands_nothing_after_the_standby_
                    "the cut-off host standing by or fenced")
         print("the cut-off host:\n" + "\n".join(line for line in first.output().splitlines()
                                                  if "mirrord" in line and "records mirrored" not in line))
-        trickle.join(180)
+        # the stream goes on past the heal, the standby copying it, then ends: what follows counts every record
+        going_on = trickle.sent + RATE * HELD_CUT
+        wait_until(lambda: trickle.sent >= going_on, HELD_CUT + 30, "the stream going on after the heal")
+        trickle.stop()
+        assert not trickle.errors, trickle.errors[:3]
         wait_until(lambda: count(target.bootstrap, topic) >= trickle.sent, 120, "the standby copying the rest")
         if delivery == "exactly-once":
             wait_all_mirrored(source.bootstrap, topic, group)
