@@ -14,8 +14,11 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 _TICK = os.sysconf("SC_CLK_TCK")
 _LOG = Path(os.environ.get("MIRRORD_TEST_CPU_LOG", "/tmp/cpu.tsv"))
+_START = pytest.StashKey[tuple[float, int, int]]()
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -50,13 +53,13 @@ def _machine_busy_ticks() -> int:
 
 
 def pytest_runtest_protocol(item, nextitem):
-    item.stash_cpu = (time.monotonic(), _tree_ticks(os.getpid()), _machine_busy_ticks())
+    item.stash[_START] = (time.monotonic(), _tree_ticks(os.getpid()), _machine_busy_ticks())
 
 
 def pytest_runtest_makereport(item, call):
-    if call.when != "teardown" or not hasattr(item, "stash_cpu"):
+    if call.when != "teardown" or _START not in item.stash:
         return
-    start, tree, busy = item.stash_cpu
+    start, tree, busy = item.stash[_START]
     line = "\t".join([f"{time.monotonic() - start:.1f}", f"{(_tree_ticks(os.getpid()) - tree) / _TICK:.1f}",
                       f"{(_machine_busy_ticks() - busy) / _TICK:.1f}", item.nodeid])
     with _LOG.open("a") as log:

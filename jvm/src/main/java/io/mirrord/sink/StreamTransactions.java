@@ -100,12 +100,10 @@ final class StreamTransactions implements AutoCloseable {
         try {
             producer.send(record, (metadata, e) -> {
                 if (e != null) {
-                    if (failure == null) {
-                        failure = e instanceof ProducerFencedException || e instanceof InvalidProducerEpochException
-                                ? fenced((RuntimeException) e)
-                                : new TransactionFailed("a record for " + s.target + " failed in transaction of "
-                                        + id + ": " + e, e);
-                    }
+                    remember(e instanceof ProducerFencedException || e instanceof InvalidProducerEpochException
+                            ? fenced((RuntimeException) e)
+                            : new TransactionFailed("a record for " + s.target + " failed in transaction of " + id
+                                    + ": " + e, e));
                 } else if (syncs != null && metadata.hasOffset()) {
                     syncs.acked(s.syncState, sourceOffset, metadata.offset());
                 }
@@ -188,19 +186,15 @@ final class StreamTransactions implements AutoCloseable {
         failure = null;
     }
 
-    /** The open transaction cannot commit: every later send and commit fails with {@code e} until it is aborted. */
+    /**
+     * The open transaction cannot commit: every later send and commit fails with the first such {@code e} until
+     * it is aborted (a timed commit's failure included: the task's next send, or its end, fails with it).
+     */
     private RuntimeException remember(RuntimeException e) {
         if (failure == null) {
             failure = e;
         }
         return e;
-    }
-
-    /** A timed commit failed: the task's next send, or its end, fails with {@code e}. */
-    void fail(RuntimeException e) {
-        if (failure == null) {
-            failure = e;
-        }
     }
 
     synchronized long committed() {

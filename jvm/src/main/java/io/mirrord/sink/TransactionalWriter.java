@@ -178,9 +178,9 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
             try {
                 t.commitIfDue();
             } catch (RuntimeException e) {
-                // the task's next send or its close fails with it; the timer goes on for the other streams
+                // remembered by the commit: the task's next send or its close fails with it; the timer goes on for
+                // the other streams
                 log.debug("transaction of {} failed at a timed commit: {}", t.id, e.toString());
-                t.fail(e);
             }
         }
     }
