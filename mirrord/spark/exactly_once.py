@@ -58,7 +58,7 @@ def java_writer(spark, flow: Flow, streams: int):
     s = flow.settings
     return spark._jvm.io.mirrord.sink.TransactionalWriter(
         producer_config(flow), transactional_prefix(s), streams, positions_topic(s), flow.offset_syncs_topic,
-        s.offset_lag_max, s.transaction_interval_ms, 1000, flow.policy.target_prefix)
+        s.offset_lag_max, s.transaction_interval_ms, flow.policy.target_prefix)
 
 
 def fence_zombies(spark, flow: Flow, streams: int) -> list[str]:

@@ -45,36 +45,32 @@ final class StreamTransactions implements AutoCloseable {
     private final String positionsTopic;
     private final OffsetSyncWriter syncs;  // null: no offset syncs
     private final long intervalMs;
-    private final long syncsFlushMs;
     private final Stats stats;
     private final LongSupplier clock;
     private final Map<TopicPartition, Pending> pending = new LinkedHashMap<>();  // in the open transaction
     private final Map<TopicPartition, Source> sources = new HashMap<>();
     private boolean open;
     private long begunAt;
-    private long syncsFlushedAt;
     private volatile RuntimeException failure;  // the first failed send of the open transaction
     private boolean closed;
     private long committed;  // transactions committed, for tests and the log
 
     StreamTransactions(Producer<byte[], byte[]> producer, String id, String positionsTopic, String syncsTopic,
-                       long offsetLagMax, long intervalMs, long syncsFlushMs, Stats stats, LongSupplier clock) {
+                       long offsetLagMax, long intervalMs, Stats stats, LongSupplier clock) {
         this.producer = producer;
         this.id = id;
         this.positionsTopic = positionsTopic;
         this.intervalMs = intervalMs;
-        this.syncsFlushMs = syncsFlushMs;
         this.stats = stats;
         this.clock = clock;
         this.syncs = syncsTopic == null || syncsTopic.isEmpty() ? null
-                : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, syncsFlushMs, stats, false);
+                : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, 0, stats, false);
         try {
             producer.initTransactions();  // fences every earlier producer of this id, aborting its open transaction
             HoldPoint.reach("init");
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
             throw fenced(e);
         }
-        syncsFlushedAt = clock.getAsLong();
     }
 
     /** One record of {@code source} at {@code sourceOffset}, sent in the open transaction (begun if none is). */
@@ -141,11 +137,10 @@ final class StreamTransactions implements AutoCloseable {
                 throw new FencedError("transaction of " + id + " not committed: this host's lease lapsed (fenced)");
             }
             if (syncs != null) {
-                long now = clock.getAsLong();
-                if (now - syncsFlushedAt >= syncsFlushMs) {
-                    syncs.flushPending();
-                    syncsFlushedAt = now;
-                }
+                // each run's last sync, in the transaction that holds its records: a marker follows them, so the
+                // partition's next record starts a new run and would emit it anyway, but only if it comes, and
+                // in a transaction that may abort (docs/decisions.md §12)
+                syncs.flushPending();
                 syncs.sendQueued();
             }
             for (Pending p : pending.values()) {

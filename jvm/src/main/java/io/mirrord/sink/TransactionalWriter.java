@@ -54,7 +54,6 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
     private final String syncsTopic;
     private final long offsetLagMax;
     private final long intervalMs;
-    private final long syncsFlushMs;
     private final String sourceTopicPrefix;
     private transient StreamTransactions tx;
 
@@ -63,8 +62,7 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
      * prefix; {@code streams}: the source's {@code num.streams}; {@code syncsTopic} empty: no offset syncs.
      */
     public TransactionalWriter(Map<String, String> producerConfig, String idPrefix, int streams, String positionsTopic,
-                               String syncsTopic, long offsetLagMax, long intervalMs, long syncsFlushMs,
-                               String sourceTopicPrefix) {
+                               String syncsTopic, long offsetLagMax, long intervalMs, String sourceTopicPrefix) {
         this.producerConfig = new HashMap<>(producerConfig);
         this.idPrefix = idPrefix;
         this.streams = streams;
@@ -72,7 +70,6 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
         this.syncsTopic = syncsTopic;
         this.offsetLagMax = offsetLagMax;
         this.intervalMs = intervalMs;
-        this.syncsFlushMs = syncsFlushMs;
         this.sourceTopicPrefix = sourceTopicPrefix == null ? "" : sourceTopicPrefix;
     }
 
@@ -158,7 +155,7 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
         config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         log.info("stream transactions under transactional id {}", id);
         return new StreamTransactions(new KafkaProducer<>(config), id, positionsTopic, syncsTopic, offsetLagMax,
-                intervalMs, syncsFlushMs, Stats.EXECUTOR, System::currentTimeMillis);
+                intervalMs, Stats.EXECUTOR, System::currentTimeMillis);
     }
 
     private void startTimer() {

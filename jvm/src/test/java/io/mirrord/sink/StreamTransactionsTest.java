@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,7 +31,7 @@ public class StreamTransactionsTest {
     final Stats stats = new Stats();
 
     StreamTransactions transactions(MockProducer<byte[], byte[]> producer) {
-        return new StreamTransactions(producer, "mirrord-default-source-0", POSITIONS, SYNCS, 100, 100, 1000, stats,
+        return new StreamTransactions(producer, "mirrord-default-source-0", POSITIONS, SYNCS, 100, 100, stats,
                 clock::get);
     }
 
@@ -64,13 +65,14 @@ public class StreamTransactionsTest {
         t.commit();
         assertTrue(producer.transactionCommitted());
         List<ProducerRecord<byte[], byte[]>> written = producer.history();
-        assertEquals(List.of("orders", "orders", SYNCS, POSITIONS), topics(written));
+        assertEquals(List.of("orders", "orders", SYNCS, SYNCS, POSITIONS), topics(written));
+        assertEquals(List.of(40L, 41L), syncedUpstreams(written), "the run's start and its last record");
         ProducerRecord<byte[], byte[]> first = written.get(0);
         assertEquals(2, first.partition());
         assertEquals(1_700_000_000_040L, first.timestamp());
         assertEquals("k40", new String(first.key(), StandardCharsets.UTF_8));
         assertEquals("x", new String(first.headers().lastHeader("h").value(), StandardCharsets.UTF_8));
-        ProducerRecord<byte[], byte[]> position = written.get(3);
+        ProducerRecord<byte[], byte[]> position = written.get(4);
         assertEquals("orders:2", new String(position.key(), StandardCharsets.UTF_8));
         assertEquals("{\"offset\":42}", new String(position.value(), StandardCharsets.UTF_8));  // no id known yet
         assertEquals(1, t.committed());
@@ -121,6 +123,31 @@ public class StreamTransactionsTest {
         assertFalse(t.isOpen());
         t.commitIfDue();  // nothing open: nothing to commit
         assertEquals(1, t.committed());
+    }
+
+    @Test
+    void aTransactionShowsItsRunsLastRecordsAndAnAbortedOneLeavesThemShown() {
+        // a backlog copied in transactions whose partitions then went quiet: the last sync of each run is in its
+        // own transaction, so neither a next record that never comes nor an aborted transaction (whose syncs are
+        // never read) can keep translation of a group in that run from being exact
+        MockProducer<byte[], byte[]> producer = producer(true);
+        StreamTransactions t = transactions(producer);
+        for (long offset = 0; offset < 5; offset++) {
+            send(t, offset);
+        }
+        t.commit();
+        assertEquals(List.of(0L, 4L), syncedUpstreams(producer.history()), "the run's start and its last record");
+        send(t, 5);
+        t.abort();
+        assertEquals(List.of(0L, 4L), syncedUpstreams(producer.history()));
+        assertEquals(1, t.committed());
+    }
+
+    static List<Long> syncedUpstreams(List<ProducerRecord<byte[], byte[]>> records) {
+        List<Long> upstreams = new ArrayList<>();
+        records.stream().filter(r -> r.topic().equals(SYNCS))
+                .forEach(r -> upstreams.add(ByteBuffer.wrap(r.value()).getLong()));
+        return upstreams;
     }
 
     @Test
