@@ -20,9 +20,14 @@ class JvmFence:
 
     def __init__(self, spark):
         self._spark = spark
+        self._jvm_fence = None  # the JVM's one Fence, asked for once (it pulses four times a second)
 
     def _fence(self):
-        return self._spark._jvm.io.mirrord.fencing.Fence.jvm()
+        if self._jvm_fence is None:
+            from mirrord.spark.session import jvm_class
+
+            self._jvm_fence = jvm_class(self._spark, "io.mirrord.fencing.Fence").jvm()
+        return self._jvm_fence
 
     def configure(self, quarantine_ms: int) -> None:
         self._fence().configure(quarantine_ms)

@@ -26,6 +26,7 @@ from mirrord.spark.session import (
     failure,
     flush_positions,
     in_flight,
+    jvm_class,
     jvm_positions,
     jvm_totals,
     quiet_task_aborts,
@@ -127,7 +128,7 @@ class Query:
         else:
             clean = stop_between_batches(self.spark, self.handle, grace)
         if self.flow.settings.delivery == EXACTLY_ONCE:
-            self.spark._jvm.io.mirrord.sink.TransactionalWriter.closeAll()
+            jvm_class(self.spark, "io.mirrord.sink.TransactionalWriter").closeAll()
         if not flush_positions(self.spark):  # the JVM commits every 250 ms; the last ones now
             log.warning("cannot commit the last acknowledged positions to group %s now; the next start copies "
                         "what they cover again", self.flow.settings.group_id)

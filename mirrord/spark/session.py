@@ -99,10 +99,19 @@ def _launch_jvm(conf) -> None:
         SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
 
 
+def jvm_class(spark, name: str):
+    """A class of Spark's JVM by its full name, for its static members. `spark._jvm.io.mirrord.X` walks the
+    packages one py4j lookup at a time, each a miss across the whole class path: about 3.5 ms of the JVM's CPU
+    against 0.4 here, and the supervisor, its lease and its metrics ask a dozen times a second."""
+    from py4j.java_gateway import JavaClass
+
+    return JavaClass(name, spark._jvm._gateway_client)
+
+
 def stop_between_batches(spark, query, timeout: float) -> bool:
     """Stop the query once the batch in flight has committed (io.mirrord.query.QueryStopper), or after
     `timeout` seconds anyway; True when it stopped between batches (nothing will be copied twice)."""
-    return bool(spark._jvm.io.mirrord.query.QueryStopper.stopBetweenBatches(query._jsq, int(timeout * 1000)))
+    return bool(jvm_class(spark, "io.mirrord.query.QueryStopper").stopBetweenBatches(query._jsq, int(timeout * 1000)))
 
 
 # What Spark logs, as errors, when a real-time query is stopped: its long tasks are interrupted mid-write.
@@ -134,29 +143,29 @@ def jvm_totals(spark) -> dict:
     """Records, bytes and replication latency counted by the interceptors on every executor, and the
     acknowledged position of every source partition, as the metrics plugin gathered them on the driver
     (cumulative since the session started; this JVM's own executor's counts included up to now)."""
-    return json.loads(spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson())
+    return json.loads(jvm_class(spark, PLUGIN).totalsJson())
 
 
 def jvm_positions(spark) -> dict[tuple[str, int], int]:
     """The acknowledged position of every source partition, as their owner in the JVM holds them
     (io.mirrord.positions.Positions, docs/decisions.md §10); the JVM's own executor drained first."""
-    spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson()  # local mode: this JVM's acknowledgements, now
-    raw = json.loads(spark._jvm.io.mirrord.positions.Positions.DRIVER.json())
+    jvm_class(spark, PLUGIN).totalsJson()  # local mode: this JVM's acknowledgements, now
+    raw = json.loads(jvm_class(spark, "io.mirrord.positions.Positions").DRIVER.json())
     return {(topic, int(p)): int(o) for topic, parts in raw.items() for p, o in parts.items()}
 
 
 def flush_positions(spark) -> bool:
     """Commit the acknowledged positions to the source group now (the JVM does it every 250 ms anyway);
     False when the group could not be reached, or this host is fenced."""
-    spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson()
-    return bool(spark._jvm.io.mirrord.positions.GroupCommitter.flush())
+    jvm_class(spark, PLUGIN).totalsJson()
+    return bool(jvm_class(spark, "io.mirrord.positions.GroupCommitter").flush())
 
 
 def in_flight(spark) -> int:
     """Records this JVM's producers sent and the target has not yet acknowledged (or failed): after a
     query stopped, its cached producers still deliver what they buffered. Executors of a Spark cluster
     are other JVMs: there, nothing is known (0)."""
-    return int(spark._jvm.io.mirrord.sink.MirrorInterceptor.inFlight())
+    return int(jvm_class(spark, "io.mirrord.sink.MirrorInterceptor").inFlight())
 
 
 def java_members(spark, flow: Flow) -> Callable[[str, float], list[admin.Member]]:
@@ -232,15 +241,21 @@ def failure(query) -> tuple[str, str] | None:
 
 def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:
     """Call `on_progress(StreamingQueryProgress)` after every trigger of every query in the session:
-    the progress holds each batch's planned source offsets, which foreachBatch does not see."""
-    from pyspark.sql.streaming import StreamingQueryListener
+    the progress holds each batch's planned source offsets, which foreachBatch does not see.
 
-    class ProgressListener(StreamingQueryListener):
+    Not pyspark's StreamingQueryListener: it builds each event's progress field by field over py4j, a hundred
+    calls that Spark's listener thread serves one by one (measured: 0.2 s of the JVM's CPU an event, which
+    tripled an idle micro-batch query's CPU). Here the progress crosses once, as its JSON."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import ensure_callback_server_started
+    from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+    class ProgressListener:  # py4j's side of Spark's PythonStreamingQueryListener
         def onQueryStarted(self, event) -> None:
             pass
 
         def onQueryProgress(self, event) -> None:
-            on_progress(event.progress)
+            on_progress(StreamingQueryProgress.fromJson(json.loads(event.progress().json())))
 
         def onQueryIdle(self, event) -> None:
             pass
@@ -248,7 +263,12 @@ def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:
         def onQueryTerminated(self, event) -> None:
             pass
 
-    spark.streams.addListener(ProgressListener())
+        class Java:
+            implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+    ensure_callback_server_started(SparkContext._gateway)
+    wrapper = jvm_class(spark, "org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper")
+    spark._jsparkSession.streams().addListener(wrapper(ProgressListener()))
 
 
 def jvm_exit_status() -> int | None:

@@ -24,7 +24,7 @@ from mirrord.settings.flow import Flow
 from mirrord.settings.keys import AT_LEAST_ONCE, EXACTLY_ONCE
 from mirrord.spark import exactly_once, modes
 from mirrord.spark.query import Query, TargetTopics
-from mirrord.spark.session import default_parallelism, flush_positions, one_line
+from mirrord.spark.session import default_parallelism, flush_positions, jvm_class, one_line
 from mirrord.supervisor.health import ClusterWatch
 
 log = logging.getLogger("mirrord")
@@ -130,7 +130,7 @@ class Mirroring:
         batch waiting for an unreachable cluster is not stuck); None between queries; raises if the JVM is gone."""
         query = self.query
         if query is None:
-            self.spark._jvm.java.lang.System.nanoTime()  # JVM alive, between queries
+            jvm_class(self.spark, "java.lang.System").nanoTime()  # JVM alive, between queries
             return None
         return min(query.running_for(now), self.clusters.up_for())
 
