@@ -128,8 +128,9 @@ class Bench:
     def __init__(self, cfg: Config, workdir: Path):
         self.cfg = cfg
         self.workdir = workdir
-        self.source_broker = KafkaBroker("source", workdir / "source", heap="1g")
-        self.target_broker = KafkaBroker("target", workdir / "target", heap="1g")
+        # both compilers, as a production broker runs (the tests' brokers run on C1 only)
+        self.source_broker = KafkaBroker("source", workdir / "source", heap="1g", jvm_options=[])
+        self.target_broker = KafkaBroker("target", workdir / "target", heap="1g", jvm_options=[])
         self.source: Cluster
         self.target: Cluster
         self.ctx: Ctx

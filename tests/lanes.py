@@ -8,7 +8,7 @@ waiting overlap its work and its CPU-hungry fault tests get both cores.
    in a file and printed after the main lane's.
 2. Alone: the fault tests (kill -9 campaigns, signals, a host cut off), whose JVMs run sustained streams and
    catch-ups: beside another lane the kill campaign took 505 s instead of 300 s. `make test` kills 4 times
-   at least once and 3 + 4 times per trigger mode exactly once; MIRRORD_KILLS=10 MIRRORD_EOS_KILLS=10 run the
+   at least once and 2 + 4 times per trigger mode exactly once; MIRRORD_KILLS=10 MIRRORD_EOS_KILLS=10 run the
    whole campaigns.
 
 Where the time goes, per test: `python -m tests.lanes -p tests.harness.cputime` (tests/harness/cputime.py).

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.harness.jvm import kafka_options
 from tests.harness.tls import Tls, make_tls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ def java() -> str:
 def run_class(main: str, *args: str, timeout: float = 120, heap: str = "256m") -> subprocess.CompletedProcess:
     """Run one of Kafka's command-line classes (kafka-topics, kafka-consumer-groups, ...)."""
     return subprocess.run(
-        [java(), f"-Xmx{heap}", "-cp", classpath(), main, *args],
+        [java(), f"-Xmx{heap}", *kafka_options(), "-cp", classpath(), main, *args],
         capture_output=True, text=True, timeout=timeout, check=False,
     )
 
@@ -72,6 +73,7 @@ class KafkaBroker:
     controller_port: int = 0
     heap: str = "512m"
     extra: dict[str, str] = field(default_factory=dict)
+    jvm_options: list[str] = field(default_factory=kafka_options)  # the tests' (tests/harness/jvm.py)
     process: subprocess.Popen | None = None
     scram_users: dict[str, str] = field(default_factory=dict, repr=False)  # a SASL_PLAINTEXT listener, SCRAM-SHA-512
     tls: Tls | None = None  # an SSL listener, its key and certificate in PEM
@@ -166,7 +168,7 @@ class KafkaBroker:
                 raise RuntimeError(f"kafka storage format failed for {self.name}: {fmt.stderr or fmt.stdout}")
         env = dict(os.environ, KAFKA_HEAP_OPTS="")
         self.process = subprocess.Popen(
-            [java(), f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC",
+            [java(), f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", *self.jvm_options,
              f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
              "-cp", classpath(), "kafka.Kafka", str(config)],
             stdout=open(self.workdir / "stdout.log", "ab"), stderr=subprocess.STDOUT,
