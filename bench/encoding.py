@@ -64,7 +64,7 @@ def main() -> None:
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-encoding-"))
     (work / "query.py").write_text(QUERY)
-    source, target = start_pair(work / "kafka")
+    source, target = start_pair(work / "kafka", jvm_options=[])  # both compilers, as a production broker
     try:
         create_topic(source.bootstrap, "load", 12)
         create_topic(target.bootstrap, "syncs", 1, config={"cleanup.policy": "compact"})

@@ -81,6 +81,7 @@ class Lease:
         self.jvm = jvm if jvm is not None else JvmFence(spark)
         self.jvm.configure(self.timing.quarantine_ms)
         self.held = False
+        self._turn = threading.RLock()  # a grant (the lease's thread) and a release or revoke never interleave
         self._ended = False
         self.state = OFF
         self.until: Stamp | None = None  # the end of the last lease granted
@@ -102,9 +103,10 @@ class Lease:
 
     def tick(self) -> str:
         """One turn: the lease granted again from the last confirmation while held, then a pulse."""
-        if self.held:
-            self._grant()
-        state = self.jvm.pulse()
+        with self._turn:  # else a release between `held` and the grant is undone by it
+            if self.held:
+                self._grant()
+            state = self.jvm.pulse()
         if state != self.state:
             if state == LAPSED:
                 log.warning("the lease lapsed: this host has not confirmed its hold on the flow for %.1fs; records "
@@ -146,24 +148,27 @@ class Lease:
     def hold(self) -> None:
         """The query is about to start: the lease granted now, or the start refused (NotConfirmed, retried;
         Fenced when this host is fenced)."""
-        if self.jvm.pulse() == FENCED:
-            raise Fenced("this host is fenced: restart as a standby")
-        if not self._grant():
-            raise NotConfirmed("this host's hold on the flow is not confirmed now (the election's coordinator has "
-                               "not accepted a commit within the lease, or a lapsed lease's records may still be "
-                               "delivered)")
-        self.held = True
-        self.state = HELD
+        with self._turn:
+            if self.jvm.pulse() == FENCED:
+                raise Fenced("this host is fenced: restart as a standby")
+            if not self._grant():
+                raise NotConfirmed("this host's hold on the flow is not confirmed now (the election's coordinator "
+                                   "has not accepted a commit within the lease, or a lapsed lease's records may "
+                                   "still be delivered)")
+            self.held = True
+            self.state = HELD
 
     def release(self) -> None:
         """This host stopped mirroring on purpose: no lease, and nothing to fence."""
-        self.held = False
-        self.jvm.release()
+        with self._turn:
+            self.held = False
+            self.jvm.release()
 
     def revoke(self) -> None:
         """Fence now: every record refused, the JVM halted at once with what its producers buffered."""
-        self.held = False
-        self.jvm.revoke()
+        with self._turn:
+            self.held = False
+            self.jvm.revoke()
 
     def fence(self) -> None:
         """This host lost the flow while mirroring (another host holds it): revoke, wait for the JVM to halt,

@@ -217,14 +217,15 @@ AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.Sta
               "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS"}
 
 
-def start_pair(workdir: Path) -> tuple[KafkaBroker, KafkaBroker]:
+def start_pair(workdir: Path, jvm_options: list[str] | None = None) -> tuple[KafkaBroker, KafkaBroker]:
     """A source and a target cluster, started side by side, each with a SASL_PLAINTEXT (SCRAM-SHA-512,
     user SCRAM_USER with a password made for this session) and an SSL listener beside PLAINTEXT, and
-    StandardAuthorizer."""
+    StandardAuthorizer; `jvm_options` None: the tests' (kafka_options)."""
     tls = make_tls(workdir / "tls")
     users = {SCRAM_USER: f"pw-{uuid.uuid4().hex}"}
-    source = KafkaBroker("source", workdir / "source", scram_users=users, tls=tls, extra=AUTHORIZER)
-    target = KafkaBroker("target", workdir / "target", scram_users=users, tls=tls, extra=AUTHORIZER)
+    options = {} if jvm_options is None else {"jvm_options": jvm_options}
+    source = KafkaBroker("source", workdir / "source", scram_users=users, tls=tls, extra=AUTHORIZER, **options)
+    target = KafkaBroker("target", workdir / "target", scram_users=users, tls=tls, extra=AUTHORIZER, **options)
     source.launch()
     target.launch()
     source.wait_ready()

@@ -5,6 +5,7 @@ the producer's timeouts keep what was sent under it inside the session; losing i
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -261,6 +262,38 @@ def test_the_lease_is_granted_only_while_elected_and_never_past_half_the_session
     clock.run(0.25)
     lease.tick()
     assert len(jvm.grants) == grants
+
+
+def test_a_release_during_the_lease_threads_grant_is_not_undone_by_it():
+    """A clean stop releases the lease while the lease's own thread may be granting it: the grant must not land
+    after the release, or leaving the election finds a lease in force and halts the JVM (seen in make test: a
+    stop that had stopped the query cleanly then fenced its own host)."""
+    clock, jvm = FakeClock(), FakeJvm()
+    e = election(clock)
+    lease = Lease(None, e, jvm=jvm, start=False)
+    confirm(e, clock)
+    lease.hold()
+    granting, go_on = threading.Event(), threading.Event()
+    grant = jvm.grant
+
+    def slow_grant(valid_for_ms, wall_deadline_ms):
+        granting.set()
+        go_on.wait(5)
+        return grant(valid_for_ms, wall_deadline_ms)
+
+    jvm.grant = slow_grant
+    ticking = threading.Thread(target=lease.tick)
+    ticking.start()
+    assert granting.wait(5)  # the tick saw the lease held and is granting it
+    releasing = threading.Thread(target=lease.release)
+    releasing.start()
+    releasing.join(0.3)
+    go_on.set()
+    ticking.join(5)
+    releasing.join(5)
+    assert jvm.state == OFF, "the lease's own thread granted the lease again after the release"
+    lease.step_down()  # what leaving the election does: nothing in force, nothing to fence
+    assert "revoke" not in jvm.calls and not jvm.exited
 
 
 def test_a_lost_lease_leaves_the_election_and_a_fenced_jvm_refuses_a_start_with_exit_75():
