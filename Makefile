@@ -47,8 +47,9 @@ jvm-test:
 
 setup: $(VENV)/.installed jars
 
-# The whole test suite, against real Kafka brokers started by the harness: two pytest lanes at once (the tests
-# that wait or hold no time bound beside the integration tests), then the fault tests alone (tests/lanes.py).
+# The whole test suite, against real Kafka brokers started by the harness: two phases of two pytest lanes at once
+# (the integration tests beside those that hold no time bound, then the fault tests beside those that wait:
+# tests/lanes.py).
 test: setup system-deps jvm-test
 	$(PY) -m tests.lanes $(PYTEST_ARGS)
 
