@@ -96,6 +96,32 @@ public class OffsetSyncWriterTest {
         assertEquals(2, written(writer, producer).size());
     }
 
+    /** Three transactions of five records, a commit marker after each taking one target offset (docs/decisions.md
+     * §12); {@code flushAtCommits}: the delayed syncs emitted at each commit, as {@code StreamTransactions} does. */
+    List<String> threeTransactions(boolean flushAtCommits) {
+        OffsetSyncWriter writer = writer(100);
+        for (int txn = 0; txn < 3; txn++) {
+            ackRun(writer, ORDERS, 5L * txn, 6L * txn, 5);
+            if (flushAtCommits) {
+                writer.flushPending();
+            }
+        }
+        writer.flushPending();
+        return written(writer, producer);
+    }
+
+    @Test
+    void flushingAtEachCommitWritesEachRunsEndThereAndNoSyncMore() {
+        List<String> atCommits = threeTransactions(true);
+        producer.clear();
+        List<String> later = threeTransactions(false);
+        assertEquals(later.size(), atCommits.size());
+        assertEquals(List.of("orders:3 0→0 run 0", "orders:3 4→4 run 0",
+                "orders:3 5→6 run 5 after 4→4 run 0", "orders:3 9→10 run 5 after 4→4 run 0",
+                "orders:3 10→12 run 10 after 4→4 run 0, 9→10 run 5", "orders:3 14→16 run 10 after 4→4 run 0, 9→10 run 5"),
+                atCommits);
+    }
+
     @Test
     void aRunLongerThanOffsetLagMaxIsSyncedEveryLagMaxRecords() {
         OffsetSyncWriter writer = writer(5);
