@@ -36,6 +36,7 @@ from mirrord.spark.session import (
 
 log = logging.getLogger(__name__)
 DRAIN_POLL = 0.05
+SETTLE = 0.5  # seconds a drained query must stay drained before its stop counts as clean (settled)
 
 
 class TargetTopics:
@@ -119,12 +120,9 @@ class Query:
         if self.mode.real_time:
             with quiet_task_aborts(self.spark):
                 self.handle.stop()
-                deadline = time.monotonic() + grace
                 # The stop returns before the killed tasks end, and a task may still send until it does: the
                 # producers are drained only once no task runs (seen: 0 in flight, then a record more).
-                while not drained(self.spark) and time.monotonic() < deadline:
-                    time.sleep(DRAIN_POLL)
-            clean = drained(self.spark)
+                clean = settled(lambda: drained(self.spark), grace)
         else:
             clean = stop_between_batches(self.spark, self.handle, grace)
         if self.flow.settings.delivery == EXACTLY_ONCE:
@@ -140,6 +138,29 @@ class Query:
 def drained(spark) -> bool:
     """No task of the stopped query still runs and the target acknowledged everything its producers sent."""
     return running_tasks(spark) == 0 and in_flight(spark) == 0
+
+
+def settled(condition: Callable[[], bool], grace: float, clock: Callable[[], float] = time.monotonic,
+            sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Whether `condition` held for SETTLE seconds on end within `grace` seconds (at least SETTLE).
+
+    Spark's count of running tasks lags its tasks: a task shows once its start went through the scheduler's
+    and the listener bus's queues, and a stop that came as the query's tasks were launched saw none
+    running, then one (make test: a reload 0.8 s after the query's start stopped it "cleanly", then found a
+    task that could still send). A drain is trusted only once it has held for longer than those queues take."""
+    deadline = clock() + max(grace, SETTLE)
+    since = None
+    while True:
+        now = clock()
+        if condition():
+            since = now if since is None else since
+            if now - since >= SETTLE:
+                return True
+        else:
+            since = None
+        if now >= deadline:
+            return False
+        sleep(DRAIN_POLL)
 
 
 def _records(totals: dict) -> int:
