@@ -12,10 +12,8 @@ class Clock:
     def __init__(self, seen: list[bool], then: bool):
         self.now = 0.0
         self.seen, self.then = list(seen), then
-        self.looks = 0
 
     def drained(self) -> bool:
-        self.looks += 1
         return self.seen.pop(0) if self.seen else self.then
 
     def sleep(self, seconds: float) -> None:
