@@ -1,9 +1,10 @@
 """One active host per flow, and the fence that keeps it one: the one module for both (docs/decisions.md §6).
 
-The election. Every host running the flow joins one consumer group (`<group.id>.leader`) subscribed to a
-one-partition topic on the target (`mirrord-leader.<group.id>.internal`); the group coordinator assigns
-that partition to one member, and that member mirrors; the others stand by. Nothing is ever consumed from
-the topic: membership is the whole protocol, as MirrorMaker 1 users ran several instances in one group.
+The election. Every host running the flow joins one consumer group (`mirrord-leader.<flow>.<source cluster
+id>`, mirrord/identity.py) subscribed to a one-partition topic on the target (the group's name + `.internal`);
+the group coordinator assigns that partition to one member, and that member mirrors; the others stand by.
+Nothing is ever consumed from the topic: membership is the whole protocol, as MirrorMaker 1 users ran several
+instances in one group.
 
 The lease. The elected host confirms its membership every tenth of the session by committing an offset to
 the election's group: Kafka's coordinator accepts a commit only from a member of the group's current
@@ -17,9 +18,9 @@ lost, waits for what was sent under it first (`Election.close`), so a standby ta
 beside this host.
 """
 
-from mirrord.fencing.election import Confirmations, Election, Leadership, leader_group, leader_topic
+from mirrord.fencing.election import Confirmations, Election, Leadership
 from mirrord.fencing.lease import FENCED, HELD, LAPSED, OFF, JvmFence, Lease
 from mirrord.fencing.timing import Clock, Stamp, Timing, bound_producer, lease_ms
 
 __all__ = ["FENCED", "HELD", "LAPSED", "OFF", "Clock", "Confirmations", "Election", "JvmFence", "Leadership", "Lease",
-           "Stamp", "Timing", "bound_producer", "leader_group", "leader_topic", "lease_ms"]
+           "Stamp", "Timing", "bound_producer", "lease_ms"]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import atexit
 import logging
-import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from mirrord.errors import MirrordError, one_line
 from mirrord.fencing.timing import Clock, Stamp, Timing, lease_ms  # noqa: F401
+from mirrord.identity import FlowIdentity, Legacy
 from mirrord.kafka import admin
 from mirrord.kafka.kafkalog import with_logger
 
@@ -78,25 +78,18 @@ class Confirmations:
 
 
 # -- the election ---------------------------------------------------------------------------------------------------
-def leader_topic(group_id: str) -> str:
-    """The election's topic: MirrorMaker 2's `.internal` suffix keeps every mirror from copying it."""
-    return f"mirrord-leader.{re.sub(r'[^A-Za-z0-9._-]', '_', group_id)}.internal"[:249]
-
-
-def leader_group(group_id: str) -> str:
-    return f"{group_id}.leader"
-
-
+EARLIER_FOREVER = float("inf")  # the earlier release's election was seen empty: never looked at again
 class Leadership:
     """This host's member of the election's group: assignment, revocation and the confirming commits, all in
     one thread of its own (rebalance and commit callbacks are served by its poll)."""
 
     POLL = 0.1
 
-    def __init__(self, settings: Mapping[str, str], group_id: str, timing: Timing, confirmations: Confirmations,
-                 on_revoked: Callable[[], None]):
-        self.topic = leader_topic(group_id)
-        self.group = leader_group(group_id)
+    def __init__(self, settings: Mapping[str, str], identity: FlowIdentity, timing: Timing,
+                 confirmations: Confirmations, on_revoked: Callable[[], None]):
+        self.identity = identity
+        self.topic = identity.election_topic
+        self.group = identity.election_group
         self.timing = timing
         self.confirmations = confirmations
         self.on_revoked = on_revoked
@@ -104,7 +97,7 @@ class Leadership:
         self._closed = False
         self._active = threading.Event()
         self._thread: threading.Thread | None = None
-        self.client_id = f"mirrord-leader-{uuid.uuid4().hex[:12]}"  # this host's member, in the group's description
+        self.client_id = identity.member_id()  # this host's member, in the group's description
         self._consumer = Consumer({
             **with_logger(dict(settings)),
             "client.id": self.client_id,
@@ -204,22 +197,34 @@ class Leadership:
 
 class Election:
     """This host's part in the flow's election (leader.election.enabled): joins it on first use, then says
-    whether this host may mirror. Off, every host may, and there is no lease."""
+    whether this host may mirror. Off, every host may, and there is no lease.
 
-    def __init__(self, settings, target, clock: Clock | None = None):
+    The election is the flow's (`identity`, asked once both clusters answer: the source's cluster id). Before
+    joining it, a host waits while members of the election of the release before (`<group.id>.leader`) are
+    there: in a rolling upgrade an old host and a new one are never active at once."""
+
+    EARLIER_EVERY = 5.0  # seconds between looks at the earlier release's election while it has members
+
+    def __init__(self, settings, target, clock: Clock | None = None,
+                 identity: Callable[[], FlowIdentity] | None = None):
         self.settings = settings  # the flow's Settings (a reload replaces it; the session is not reloadable)
         self.target = target  # admin.Cluster of the target, where the election lives
+        self.identity = identity
         self.timing = Timing(settings.leader_session_timeout_ms)
         self.clock = clock or Clock()
         self.confirmations = Confirmations(self.clock)
         self.leadership: Leadership | None = None
         self.lease: Lease | None = None  # the JVM's lease, once Spark runs
         self.joined_at = 0.0
+        self.earlier: list[str] = []  # members of the earlier release's election, while this host waits for them
+        self._earlier_seen = -EARLIER_FOREVER
         self._lock = threading.RLock()
 
     def active(self) -> bool:
         """This host holds the election's partition (or there is no election)."""
-        return self.leadership is None or self.leadership.is_active()
+        if self.leadership is None:
+            return not self.earlier
+        return self.leadership.is_active()
 
     def confirmed(self) -> Stamp | None:
         """The start of the last commit the coordinator accepted while this host holds the partition."""
@@ -234,13 +239,50 @@ class Election:
         if not s.leader_election:
             return True
         if self.leadership is None:
-            admin.ensure_internal_topic(self.target, leader_topic(s.group_id), "leader election")
-            self.leadership = Leadership(admin_settings, s.group_id, self.timing, self.confirmations,
-                                         self._revoked)
+            try:
+                if self._earlier_release_holds():
+                    return False
+                identity = self.identity()
+            except MirrordError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - librdkafka's and py4j's errors: a cluster away, asked again
+                raise MirrordError(f"cannot look at the flow's election on the target: {one_line(str(exc))}") from None
+            admin.ensure_internal_topic(self.target, identity.election_topic, "leader election")
+            self.leadership = Leadership(admin_settings, identity, self.timing, self.confirmations, self._revoked)
             self.leadership.start()
             self.joined_at = time.monotonic()
             atexit.register(self._at_exit)  # any exit, an error's too: a standby takes over now, not a session later
         return self.leadership.is_active() and self.confirmations.remaining_ms(self.timing.lease_ms) > 0
+
+    def _earlier_release_holds(self) -> bool:
+        """Whether hosts of the release before are in its election (keyed by group.id alone), looked at every
+        EARLIER_EVERY s until it is empty, then never again: they may be this flow's active host."""
+        if self._earlier_seen == EARLIER_FOREVER:
+            return False
+        if time.monotonic() - self._earlier_seen < self.EARLIER_EVERY:
+            return bool(self.earlier)
+        group = Legacy(self.settings.group_id, self.settings.flow, self.settings.source_alias).election_group
+        members = self.target.group_members(group)
+        self._earlier_seen = time.monotonic()
+        if members and members != self.earlier:
+            log.warning("hosts of an earlier mirrord release are in election group %s on the target (%s): this host "
+                        "stands by until they have left (a rolling upgrade; or another flow whose consumer.properties "
+                        "share group.id %s)", group, ", ".join(members), self.settings.group_id)
+        elif not members and self.earlier:
+            log.info("the earlier release's hosts left election group %s: joining this flow's election", group)
+        self.earlier = members
+        if not members:
+            self._earlier_seen = EARLIER_FOREVER
+        return bool(members)
+
+    def standby_reason(self) -> str:
+        """Why this host stands by, for the journal and STATUS."""
+        if self.earlier:
+            return (f"hosts of an earlier mirrord release are in election group "
+                    f"{Legacy(self.settings.group_id, '', '').election_group}")
+        if self.leadership is None:
+            return f"another host mirrors flow {self.settings.flow}"
+        return f"another host mirrors {self.leadership.identity} (group {self.leadership.group})"
 
     def handed_over(self, target_up: bool) -> bool:
         """Whether another host holds the flow now (this one lost it while mirroring). While the target

@@ -78,6 +78,10 @@ class Cluster:
         if not md.brokers:
             raise ClusterUnavailable(f"{self.name} cluster ({self.bootstrap}) has no brokers")
 
+    def cluster_id(self) -> str:
+        """The cluster's id (Kafka's `clusterId`, base64url), chosen when the cluster was made."""
+        return retrying(lambda: self.admin.describe_cluster(request_timeout=TIMEOUT).result().cluster_id)
+
     def partitions(self, pattern: str | None = None, patience: float = OUTAGE_TIMEOUT,
                    timeout: float = TIMEOUT) -> dict[str, int]:
         """Topic → partition count, for topics matching `pattern` (all when None); an unreachable cluster is

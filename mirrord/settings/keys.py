@@ -109,9 +109,14 @@ def _checkpoint_interval(text: str, origin: Origin) -> int:
     return value
 
 
+FLOW_NAME_MAX = 150  # the flow's names on the target (mirrord/identity.py) stay within Kafka's 249 characters
+
+
 def flow_name(text: str, origin: Origin) -> str:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text.strip()):
         raise origin.error(f"must be letters, digits, '.', '_' or '-', got {text!r}")
+    if len(text.strip()) > FLOW_NAME_MAX:
+        raise origin.error(f"must be at most {FLOW_NAME_MAX} characters, got {len(text.strip())}")
     return text.strip()
 
 

@@ -22,6 +22,7 @@ import os
 import tempfile
 
 from mirrord.errors import ConfigError
+from mirrord.identity import FlowIdentity
 from mirrord.settings import transforms
 from mirrord.settings.flow import Flow
 from mirrord.settings.keys import EXACTLY_ONCE
@@ -173,15 +174,16 @@ class Pipeline:
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
         return mirrored(reader.options(**options).load(), self.flow)
 
-    def start(self, starting: str, mode: Mode):
+    def start(self, starting: str, mode: Mode, identity: FlowIdentity | None = None):
         """The query, started: into Spark's Kafka sink (at least once) or mirrord's transactional writer
-        (exactly once, exactly_once.py), which take the same columns."""
+        (exactly once, exactly_once.py, under the flow's `identity`), which take the same columns."""
         s = self.flow.settings
         writer = (self.records(starting, mode).writeStream
                   .queryName(f"mirrord-{s.flow}")
                   .option("checkpointLocation", str(s.checkpoint_dir)))
         if s.delivery == EXACTLY_ONCE:
-            writer._jwrite = writer._jwrite.foreach(exactly_once.java_writer(self.spark, self.flow, mode.streams))
+            writer._jwrite = writer._jwrite.foreach(exactly_once.java_writer(self.spark, self.flow, identity,
+                                                                                 mode.streams))
         else:
             writer = writer.format("kafka").options(**self.flow.sink_options)
         if mode.real_time:

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from mirrord.identity import FlowIdentity
 from mirrord.kafka import admin
 from mirrord.positions import Positions
 from mirrord.settings.flow import Flow
@@ -61,8 +62,10 @@ class TargetTopics:
 
 
 class Query:
-    def __init__(self, spark, flow: Flow, mode: Mode, positions: Positions):
+    def __init__(self, spark, flow: Flow, mode: Mode, positions: Positions,
+                 identity: Callable[[], FlowIdentity]):
         self.spark = spark
+        self.identity = identity
         self.flow = flow
         self.mode = mode
         self.positions = positions
@@ -74,15 +77,19 @@ class Query:
         """Starts the query; returns where it started (resume.resume, or in exactly-once mode, once every
         earlier producer of the flow is fenced, resume.resume_committed)."""
         s = self.flow.settings
+        identity = None
         if s.delivery == EXACTLY_ONCE:
-            exactly_once.fence_zombies(self.spark, self.flow, self.mode.streams)
-            committed = exactly_once.committed_positions(target, exactly_once.positions_topic(s))
+            identity = self.identity()
+            exactly_once.fence_zombies(self.spark, self.flow, identity.transactional_prefix, self.mode.streams)
+            committed = exactly_once.committed_positions(target, identity.positions_topic)
             ids = source.topic_ids(topics)
+            committed.update(exactly_once.earlier_release_positions(self.spark, self.flow, source, target, topics,
+                                                                    ids, committed))
             exactly_once.known_topic_ids(self.spark, ids)
             where = resume.resume_committed(s, self.flow.source_options.starting, source, topics, committed, ids)
         else:
             where = resume.resume(s, self.flow.source_options.starting, source, topics)
-        self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode)
+        self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode, identity)
         self._last_progress = time.monotonic()
         return where
 

@@ -201,7 +201,7 @@ class Daemon:
                  self.parts.positions.batches)
 
     def _status_line(self) -> str:
-        standby = None if self.election.active() else self.settings.flow
+        standby = None if self.election.active() else self.election.standby_reason()
         return status_line(self.parts.positions, self.parts.acks.rate, self.mirroring.mode, self.clusters.away(),
                            standby, self.machine.phase.value, self.settings.delivery == EXACTLY_ONCE)
 
@@ -210,7 +210,7 @@ def announce(what: Do, settings: Settings, parts: Parts) -> None:
     """The lines that say what this host does: stand by, or (the first start) mirror what, where."""
     s = settings
     if what is Do.STANDING_BY:
-        log.info("standing by: another host mirrors flow %s (group %s)", s.flow, parts.election.leadership.group)
+        log.info("standing by: %s", parts.election.standby_reason())
         return
     log.info("mirroring %s -> %s, topics matching %r%s, %s%s", parts.source.bootstrap, parts.target.bootstrap,
              s.whitelist, f" but not {s.topics_exclude!r}" if s.topics_exclude else "", parts.mirroring.master,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mirrord.acks import Acknowledgements
 from mirrord.fencing import Election, Lease
+from mirrord.identity import FlowIdentity
 from mirrord.kafka import admin
 from mirrord.metrics import Metrics
 from mirrord.mm2 import checkpoints
@@ -67,7 +68,8 @@ def build(flow: Flow, metrics: Metrics, stop: threading.Event, spark_started: Ca
     enter_work_dir(s.state_dir)
     source = admin.Cluster("source", flow.source_admin)
     target = admin.Cluster("target", flow.target_admin)
-    election = Election(s, target)
+    identity = FlowIdentities(s.flow, source)
+    election = Election(s, target, identity=identity)
     positions = Positions(source, s.group_id, metrics)
     translation = checkpoints.GroupTranslation(source, target, flow.offset_syncs_topic,
                                                checkpoints.checkpoints_topic(s.source_alias, s.separator))
@@ -80,13 +82,30 @@ def build(flow: Flow, metrics: Metrics, stop: threading.Event, spark_started: Ca
     target.java_members = java_members(spark, flow)  # groups asked through Java (admin.Cluster.members)
     lease = Lease(spark, election) if s.leader_election else None
     check_transforms(spark, flow)
-    mirroring = Mirroring(spark, flow, master, source, target, positions, metrics, clusters, translation, lease)
+    mirroring = Mirroring(spark, flow, master, source, target, positions, metrics, clusters, translation, lease,
+                          identity)
     acks = Acknowledgements(spark, positions, metrics, lambda: mirroring.flow.policy.target_prefix, mirroring.topics,
                             partial(clusters.is_up, "source"))
     add_progress_listener(spark, mirroring.on_progress)
     acks.start(stop)
     SideJobs(mirroring, translation, clusters, election, metrics).start(Scheduler(stop, metrics))
     return Parts(source, target, election, positions, clusters, spark, mirroring, acks)
+
+
+class FlowIdentities:
+    """The flow's identity (mirrord/identity.py), asked of the source once it answers, then kept: the flow's
+    name is not reloadable, and a source cluster keeps its id for life."""
+
+    def __init__(self, flow: str, source: admin.Cluster):
+        self.flow = flow
+        self.source = source
+        self._identity: FlowIdentity | None = None
+
+    def __call__(self) -> FlowIdentity:
+        if self._identity is None:
+            self._identity = FlowIdentity.of(self.flow, self.source.cluster_id())
+            log.info("this flow is %s", self._identity)
+        return self._identity
 
 
 def local_slots(num_streams: int | None) -> int:

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 
 from mirrord.fencing import Lease
+from mirrord.identity import FlowIdentity
 from mirrord.kafka import admin
 from mirrord.metrics import Metrics
 from mirrord.mm2.checkpoints import GroupTranslation
@@ -35,7 +36,7 @@ STOP_GRACE = 60.0  # for the batch in flight to commit; TimeoutStopSec is 90
 class Mirroring:
     def __init__(self, spark, flow: Flow, master: str, source: admin.Cluster, target: admin.Cluster,
                  positions: Positions, metrics: Metrics, clusters: ClusterWatch, translation: GroupTranslation,
-                 lease: Lease | None):
+                 lease: Lease | None, identity: Callable[[], FlowIdentity]):
         self.spark = spark
         self.flow = flow  # replaced by a reload
         self.master = master
@@ -46,6 +47,7 @@ class Mirroring:
         self.clusters = clusters
         self.translation = translation
         self.lease = lease
+        self.identity = identity  # the flow's names on the target (mirrord/identity.py)
         self.mode: modes.Mode | None = None
         self.query: Query | None = None
         self._target_topics: TargetTopics | None = None
@@ -62,7 +64,7 @@ class Mirroring:
         flow = self.flow
         self.translation.prepare()  # the offset-syncs topic, before the interceptors write to it
         if flow.settings.delivery == EXACTLY_ONCE:
-            admin.ensure_internal_topic(self.target, exactly_once.positions_topic(flow.settings), "positions")
+            exactly_once.ensure_positions_topic(self.target, self.identity().positions_topic)
         for name in DELIVERIES:
             self.metrics.delivery.labels(flow.name, name).set(1 if name == flow.settings.delivery else 0)
         self._target_topics = TargetTopics(flow, self.source, self.target,
@@ -75,7 +77,7 @@ class Mirroring:
         flush_positions(self.spark)  # what a failed query's producers delivered: the start resumes past it
         if self.lease is not None:
             self.lease.hold()  # before the query sends anything (docs/decisions.md §6)
-        query = Query(self.spark, flow, mode, self.positions)
+        query = Query(self.spark, flow, mode, self.positions, self.identity)
         try:
             where = query.start(self.source, self.target, topics)
         except Exception as exc:  # noqa: BLE001 - py4j wraps Spark's refusal
@@ -83,7 +85,7 @@ class Mirroring:
             if not (mode.real_time and "STREAMING_REAL_TIME_MODE" in refusal):
                 raise
             self._set_mode(modes.Mode(modes.MICRO_BATCH, f"Spark refused real-time mode: {refusal}", mode.streams))
-            query = Query(self.spark, flow, self.mode, self.positions)
+            query = Query(self.spark, flow, self.mode, self.positions, self.identity)
             where = query.start(self.source, self.target, topics)
         self.positions.report_deleted(where.lost)
         self.query = query

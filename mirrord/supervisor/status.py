@@ -7,9 +7,9 @@ from mirrord.positions import Positions
 from mirrord.spark.modes import Mode
 
 
-def status_line(positions: Positions, rate: float, mode: Mode | None, away: list[str], standby_of: str | None,
+def status_line(positions: Positions, rate: float, mode: Mode | None, away: list[str], standby: str | None,
                 state: str, exactly_once: bool = False) -> str:
-    """`away`: the clusters that do not answer; `standby_of`: the flow another host mirrors, on a standby;
+    """`away`: the clusters that do not answer; `standby`: why this host stands by (Election.standby_reason);
     `state`: the supervisor's (states.Phase); `exactly_once`: delivery = exactly-once."""
     p = positions
     lag = "?" if p.lag is None else p.lag
@@ -20,6 +20,6 @@ def status_line(positions: Positions, rate: float, mode: Mode | None, away: list
             f"; state {state}")
     if away:
         return f"waiting: {'; '.join(away)}; {line}"
-    if standby_of is not None:
-        return f"standby: another host mirrors flow {standby_of}; {line}"
+    if standby is not None:
+        return f"standby: {standby}; {line}"
     return line

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import signal
 import time
 
@@ -111,8 +112,9 @@ def test_a_host_frozen_mid_transaction_is_fenced_by_the_broker_when_the_layout_c
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         second.start().wait_ready()
-        second.wait_logged("fenced the earlier producers of this flow on the target: mirrord-test-source-0, "
-                           "mirrord-test-source-1", 30)
+        second.wait_logged("fenced the earlier producers of this flow on the target: mirrord.test.", 30)
+        ids = re.search(r"fenced the earlier producers of this flow on the target: (.*)", second.output()).group(1)
+        assert re.fullmatch(r"mirrord\.test\.[\w-]{22}-0, mirrord\.test\.[\w-]{22}-1", ids), ids
         floor = count(target.bootstrap, topic)
         wait_until(lambda: count(target.bootstrap, topic) > floor + RATE, 120, "the second host copying")
         assert second.stop() == 0

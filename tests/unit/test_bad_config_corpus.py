@@ -69,6 +69,7 @@ CASES: dict[str, Case] = {
     "policy-unknown": Case(("mirrord.conf", "replication.policy", "'identity' or 'prefix'"),
                            conf=CONF + "replication.policy = mirror\n"),
     "flow-bad-name": Case(("mirrord.conf", "flow", "letters, digits"), conf=CONF + "flow = east/west\n"),
+    "flow-too-long": Case(("mirrord.conf", "flow", "at most 150 characters"), conf=CONF + "flow = " + "f" * 151 + "\n"),
     "alias-space": Case(("mirrord.conf", "source.alias", "letters, digits"), conf=CONF + "source.alias = us east\n"),
     "max-offsets-word": Case(("mirrord.conf", "max.offsets.per.trigger", "positive integer"),
                              conf=CONF + "max.offsets.per.trigger = lots\n"),

@@ -81,7 +81,8 @@ def daemon(world: World, **settings) -> Daemon:
     d.election = SimpleNamespace(active=lambda: world.active, joined_at=0.0,
                                  elected=lambda admin: world.call("elected", world.elected),
                                  handed_over=lambda target_up: world.call("handed_over", world.elsewhere),
-                                 leadership=SimpleNamespace(group="f.leader"))
+                                 leadership=SimpleNamespace(group="f.leader"),
+                                 standby_reason=lambda: "another host mirrors flow f (group f.leader)")
     d.mirroring = Mirroring(world)
 
     def close(keep_alive):

@@ -365,7 +365,8 @@ def test_the_status_line_ends_with_the_state():
     assert status_line(positions, 5.0, None, [], None, "mirroring") == (
         "12 records mirrored, 5 records/s, lag 3 records, 2 topics; state mirroring")
     assert status_line(positions, 0.0, None, list(AWAY), None, "outage").startswith(f"waiting: {AWAY[0]}; 12 records")
-    assert status_line(positions, 0.0, None, [], "f", "standby").startswith("standby: another host mirrors flow f; ")
+    assert status_line(positions, 0.0, None, [], "another host mirrors flow f", "standby").startswith(
+        "standby: another host mirrors flow f; ")
 
 
 def test_a_stall_withholds_the_watchdog_and_is_said_once(caplog):
