@@ -19,7 +19,7 @@ import logging
 import struct
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
 
@@ -93,30 +93,53 @@ def decode(key: bytes, value: bytes) -> Checkpoint:
     return Checkpoint(group, topic, partition, upstream, downstream, metadata)
 
 
+@dataclass(frozen=True)
+class TargetNow:
+    """The target topics as they are now: their ids and their partitions' end offsets, so that translation uses
+    no sync of a target topic deleted and recreated since (docs/decisions.md §7). Empty: unknown (tests)."""
+
+    ids: Mapping[str, str] = field(default_factory=dict)  # target topic → id
+    ends: Mapping[TP, int] = field(default_factory=dict)  # target (topic, partition) → end offset
+
+    @classmethod
+    def ask(cls, target: Cluster, target_topics: Mapping[str, int]) -> TargetNow:
+        return cls(target.topic_ids(target_topics),
+                   target.end_offsets((t, p) for t, n in target_topics.items() for p in range(n)))
+
+    def stale(self, tp: TP, downstream: int) -> bool:
+        """Whether a target offset the target partition cannot hold now (past its end: a recreated topic)."""
+        return tp in self.ends and downstream > self.ends[tp]
+
+
 def group_checkpoints(group: str, committed: Mapping[TP, int], syncs: OffsetSyncStore, policy: Policy,
-                      metadata: Mapping[TP, str] | None = None) -> dict[TP, Checkpoint]:
-    """Target (topic, partition) → checkpoint, for the partitions the syncs can translate; each carries the
-    metadata string the group committed with its offset, as MirrorMaker 2's do."""
+                      metadata: Mapping[TP, str] | None = None, now: TargetNow = TargetNow()
+                      ) -> dict[TP, Checkpoint]:
+    """Target (topic, partition) → checkpoint, for the partitions the syncs of the target topics as they are
+    `now` can translate; each carries the metadata string the group committed with its offset, as MirrorMaker
+    2's do."""
     out = {}
     for (topic, partition), offset in sorted(committed.items()):
-        downstream = syncs.translate(topic, partition, offset)
+        target_tp = (policy.target_topic(topic), partition)
+        downstream = syncs.translate(topic, partition, offset, now.ids.get(target_tp[0]), now.ends.get(target_tp))
         if downstream is not None:
-            target_tp = (policy.target_topic(topic), partition)
             out[target_tp] = Checkpoint(group, target_tp[0], partition, offset, downstream,
                                         (metadata or {}).get((topic, partition), ""))
     return out
 
 
-def is_newer(new: Checkpoint, old: Checkpoint | None) -> bool:
-    """MirrorMaker 2's rule: the first, a rewind of the group on the source, or a step forward on the target."""
-    return old is None or new.upstream < old.upstream or new.downstream > old.downstream
+def is_newer(new: Checkpoint, old: Checkpoint | None, now: TargetNow = TargetNow()) -> bool:
+    """MirrorMaker 2's rule: the first, a rewind of the group on the source, or a step forward on the target;
+    and mirrord's: in place of one past the target partition's end (its topic was recreated since)."""
+    return (old is None or new.upstream < old.upstream or new.downstream > old.downstream
+            or now.stale((old.topic, old.partition), old.downstream))
 
 
 def translated_offsets(committed: Mapping[TP, int], syncs: OffsetSyncStore, policy: Policy,
-                       target_committed: Mapping[TP, int]) -> dict[TP, int]:
-    """Target (topic, partition) → offset for one group, where translation moves it forward."""
-    return {tp: cp.downstream for tp, cp in group_checkpoints("", committed, syncs, policy).items()
-            if cp.downstream > target_committed.get(tp, -1)}
+                       target_committed: Mapping[TP, int], now: TargetNow = TargetNow()) -> dict[TP, int]:
+    """Target (topic, partition) → offset for one group, where translation moves it forward, or where the group's
+    offset on the target is past the partition's end (its topic was recreated since)."""
+    return {tp: cp.downstream for tp, cp in group_checkpoints("", committed, syncs, policy, now=now).items()
+            if cp.downstream > target_committed.get(tp, -1) or now.stale(tp, target_committed.get(tp, -1))}
 
 
 def wanted_group(group: str, groups: str, exclude: str, own: str) -> bool:
@@ -151,11 +174,11 @@ class CheckpointWriter:
             self._reader.close()
         self._reader = CheckpointsReader(target, self.topic)
 
-    def write(self, target: Cluster, checkpoints: list[Checkpoint]) -> int:
-        """Writes the newer ones; returns how many were written."""
+    def write(self, target: Cluster, checkpoints: list[Checkpoint], now: TargetNow = TargetNow()) -> int:
+        """Writes the newer ones (`now`: the target topics as they are); returns how many were written."""
         self._connect(target)
         self._reader.read_to_end(lambda cp: self.last.__setitem__(cp.key, cp))
-        newer = [cp for cp in checkpoints if is_newer(cp, self.last.get(cp.key))]
+        newer = [cp for cp in checkpoints if is_newer(cp, self.last.get(cp.key), now)]
         errors: list[str] = []
         for cp in newer:
             key, value = encode(cp)
@@ -176,9 +199,10 @@ def emit_checkpoints(source: Cluster, target: Cluster, writer: CheckpointWriter,
                      exclude: str, own: str) -> int:
     """One round over the source's groups (emit.checkpoints.interval.seconds); returns 0 (a failure raises)."""
     found: list[Checkpoint] = []
+    now = TargetNow.ask(target, {policy.target_topic(t): n for t, n in topics.items()})
     with _ROUNDS:
-        _translate_groups(source, topics, syncs, syncs_lock, policy, groups, exclude, own, found)
-    written = writer.write(target, found)
+        _translate_groups(source, topics, syncs, syncs_lock, policy, groups, exclude, own, found, now)
+    written = writer.write(target, found, now)
     if written:
         log.info("%d checkpoints written to %s", written, writer.topic)
     return 0
@@ -186,14 +210,14 @@ def emit_checkpoints(source: Cluster, target: Cluster, writer: CheckpointWriter,
 
 def _translate_groups(source: Cluster, topics: Mapping[str, int], syncs: OffsetSyncStore,
                       syncs_lock: threading.Lock, policy: Policy, groups: str, exclude: str, own: str,
-                      found: list[Checkpoint]) -> None:
+                      found: list[Checkpoint], now: TargetNow) -> None:
     try:
         for group in source_groups(source, groups, exclude, own):
             entries = source.committed_with_metadata(group, topics)
             committed = {tp: offset for tp, (offset, _) in entries.items()}
             with syncs_lock:
                 found.extend(group_checkpoints(group, committed, syncs, policy,
-                                               {tp: meta for tp, (_, meta) in entries.items()}).values())
+                                               {tp: meta for tp, (_, meta) in entries.items()}, now).values())
     finally:
         source.forget_groups(keep=own)
 
@@ -203,6 +227,7 @@ def sync_group_offsets(source: Cluster, target: Cluster, topics: Mapping[str, in
     """One round over the source's groups; returns how many target groups were moved."""
     moved = 0
     target_topics = {policy.target_topic(t): n for t, n in topics.items()}
+    now = TargetNow.ask(target, target_topics)
     with _ROUNDS:
         try:
             for group in source_groups(source, groups, exclude, own):
@@ -213,7 +238,8 @@ def sync_group_offsets(source: Cluster, target: Cluster, topics: Mapping[str, in
                     log.debug("group %s has members on the target: its offsets are theirs", group)
                     continue
                 with syncs_lock:
-                    changes = translated_offsets(committed, syncs, policy, target.committed(group, target_topics))
+                    changes = translated_offsets(committed, syncs, policy, target.committed(group, target_topics),
+                                                 now)
                 if changes:
                     target.commit(group, changes)
                     moved += 1

@@ -9,6 +9,13 @@ which, up to this sync, source and target offsets advanced together one for one.
 its writer's earlier runs of the partition (`mirrord.writer.runs`): that newest sync alone shows every copy
 its writer made.
 
+Each sync of mirrord's names the target topic's incarnation its target offsets belong to (the topic's id,
+header `mirrord.target.topic.id`), and carries its writer's runs from before it heard of the topic's last
+recreation (`mirrord.writer.runs.before`). Translation rests on the syncs of the target topic as it is now and
+those that name none (MirrorMaker 2's, mirrord's before the header); the others (another incarnation's, or of
+this one but written before their writer knew it) may only lower an answer; and no sync at or past the
+partition's end counts (docs/decisions.md §7).
+
 Translation: where a sync's run covers the group's offset, it is exact; elsewhere MirrorMaker 2's
 rule after KAFKA-12468 applies (the newest sync at or below the group's offset: exactly at it → its
 target offset, above it → target offset + 1; never extrapolate), so a translated consumer may
@@ -28,6 +35,9 @@ from mirrord.kafka.admin import TopicReader
 MAX_SYNCS_PER_PARTITION = 64
 RUN_START_HEADER = "mirrord.run.start"
 EARLIER_RUNS_HEADER = "mirrord.writer.runs"
+TARGET_TOPIC_ID_HEADER = "mirrord.target.topic.id"
+RUNS_BEFORE_HEADER = "mirrord.writer.runs.before"
+UNSURE = ""  # the target incarnation of a writer's runs from before it heard of a recreation: lowering only
 
 
 @dataclass(frozen=True, order=True)
@@ -38,6 +48,8 @@ class OffsetSync:
     downstream: int
     run_start: int | None = None  # None: only this one record is known to map (a MirrorMaker 2 sync)
     earlier: tuple[OffsetSync, ...] = field(default=(), compare=False, repr=False)  # its writer's earlier runs
+    target_id: str | None = field(default=None, compare=False)  # the target topic's incarnation (None: unknown)
+    before: tuple[OffsetSync, ...] = field(default=(), compare=False, repr=False)  # runs of before a recreation
 
     @property
     def first(self) -> int:
@@ -49,22 +61,25 @@ def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]]
     """A record of the offset-syncs topic, in MirrorMaker 2's format: key = topic (int16 length + UTF-8)
     and partition (int32), then mirrord's writer id (ignored here); value = upstream and downstream offsets
     (int64 each), big-endian. mirrord's headers: the run start (int64), the writer's earlier runs (int64
-    triples: upstream, downstream, run start)."""
+    triples: upstream, downstream, run start), the target topic's id (UTF-8)."""
     (length,) = struct.unpack_from(">h", key, 0)
     topic = key[2:2 + length].decode("utf-8")
     (partition,) = struct.unpack_from(">i", key, 2 + length)
     upstream, downstream = struct.unpack_from(">qq", value, 0)
-    run_start, earlier = None, ()
+    run_start, runs, target_id = None, {EARLIER_RUNS_HEADER: (), RUNS_BEFORE_HEADER: ()}, None
     for name, raw in headers or ():
         if name == RUN_START_HEADER and raw is not None and len(raw) == 8:
             (run_start,) = struct.unpack(">q", raw)
-        elif name == EARLIER_RUNS_HEADER and raw is not None and len(raw) % 24 == 0:
+        elif name in runs and raw is not None and len(raw) % 24 == 0:
             values = struct.unpack(f">{len(raw) // 8}q", raw)
-            earlier = tuple(OffsetSync(topic, partition, *values[i:i + 3]) for i in range(0, len(values), 3))
-    return OffsetSync(topic, partition, upstream, downstream, run_start, earlier)
+            runs[name] = tuple(OffsetSync(topic, partition, *values[i:i + 3]) for i in range(0, len(values), 3))
+        elif name == TARGET_TOPIC_ID_HEADER and raw:
+            target_id = raw.decode("utf-8", "replace")
+    return OffsetSync(topic, partition, upstream, downstream, run_start, runs[EARLIER_RUNS_HEADER], target_id,
+                      runs[RUNS_BEFORE_HEADER])
 
 
-def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
+def translate(syncs: Iterable[OffsetSync], group_offset: int, lowering: Iterable[OffsetSync] = ()) -> int | None:
     """Target offset for a source group offset, or None when no sync's run begins at or below it.
 
     Never ahead of any copy the syncs show (docs/decisions.md §7): every record at or after the group's
@@ -74,6 +89,10 @@ def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
     copy, and the group must not pass any of them); where no run covers the group's offset, MirrorMaker 2's
     rule (KAFKA-12468) for the newest sync below it, its target offset + 1, never extrapolated. With one
     writer copying one for one (a contiguous run), the lowest is its own position: exact.
+
+    `lowering`: syncs that may describe the target topic or may not (they name an earlier incarnation of it:
+    of the old topic, or of the new one written before their writer knew it was recreated). Each may only lower
+    the answer, as a run covering or above the group's offset does; none begins a translation.
     """
     lowest: int | None = None  # of the candidates
     below: OffsetSync | None = None  # the newest sync below the group's offset
@@ -93,6 +112,9 @@ def translate(syncs: Iterable[OffsetSync], group_offset: int) -> int | None:
     if not covered:
         plus_one = below.downstream + 1  # MirrorMaker 2's rule: past the newest sync below, never extrapolated
         lowest = plus_one if lowest is None else min(lowest, plus_one)
+    for s in lowering:
+        if s.upstream >= group_offset:
+            lowest = min(lowest, s.downstream - (s.upstream - max(group_offset, s.first)))
     return lowest
 
 
@@ -108,7 +130,8 @@ def _merged(lower: OffsetSync, upper: OffsetSync) -> OffsetSync:
     Every group at or below its source offset gets an answer at or below both runs' first positions, which
     is at or below what either run gave; a group it no longer covers gets MirrorMaker 2's + 1 or none."""
     lowest = min(_run(lower)[1], _run(upper)[1])
-    return OffsetSync(upper.topic, upper.partition, upper.upstream, lowest, upper.upstream)
+    return OffsetSync(upper.topic, upper.partition, upper.upstream, lowest, upper.upstream,
+                      target_id=upper.target_id)  # both of one target incarnation: the store keeps them apart
 
 
 def _least_needed(syncs: list[OffsetSync]) -> int:
@@ -132,17 +155,21 @@ class OffsetSyncStore:
 
     def __init__(self, max_syncs: int = MAX_SYNCS_PER_PARTITION) -> None:
         self._max = max(4, max_syncs)  # the oldest, the newest two, and a pair to merge
-        self._syncs: dict[tuple[str, int], list[OffsetSync]] = {}  # by source offset
-        self._runs: dict[tuple[str, int], dict[tuple[int, int], OffsetSync]] = {}  # the same syncs, by run
+        # by partition and target incarnation (never merged across incarnations), by source offset
+        self._syncs: dict[tuple[str, int, str | None], list[OffsetSync]] = {}
+        self._runs: dict[tuple[str, int, str | None], dict[tuple[int, int], OffsetSync]] = {}  # the same, by run
 
     def add(self, sync: OffsetSync) -> None:
-        """A sync as read, with the earlier runs its writer sent along with it."""
+        """A sync as read, with the earlier runs its writer sent along with it (into the same target topic), and
+        its runs from before it heard of a recreation (into a topic unsure)."""
         for run in sync.earlier:
-            self._add(run)
-        self._add(replace(sync, earlier=()) if sync.earlier else sync)
+            self._add(replace(run, target_id=sync.target_id))
+        for run in sync.before:
+            self._add(replace(run, target_id=UNSURE))
+        self._add(replace(sync, earlier=(), before=()) if sync.earlier or sync.before else sync)
 
     def _add(self, sync: OffsetSync) -> None:
-        tp = (sync.topic, sync.partition)
+        tp = (sync.topic, sync.partition, sync.target_id)
         syncs, runs = self._syncs.setdefault(tp, []), self._runs.setdefault(tp, {})
         self._insert(syncs, runs, sync)
         while len(syncs) > self._max:
@@ -163,11 +190,25 @@ class OffsetSyncStore:
         runs[run] = sync
         bisect.insort(syncs, sync, key=lambda s: s.upstream)
 
-    def syncs(self, topic: str, partition: int) -> list[OffsetSync]:
-        return list(self._syncs.get((topic, partition), ()))
+    def syncs(self, topic: str, partition: int, target_id: str | None = None, end: int | None = None
+              ) -> list[OffsetSync]:
+        """The syncs held of a partition below `end` (the target partition's end now; None: unknown) that name
+        `target_id` (the target topic's id now; None: any) or none: those that describe the topic as it is."""
+        return [s for s in self._held(topic, partition, end) if target_id is None or s.target_id in (None, target_id)]
 
-    def translate(self, topic: str, partition: int, group_offset: int) -> int | None:
-        return translate(self._syncs.get((topic, partition), ()), group_offset)
+    def _held(self, topic: str, partition: int, end: int | None) -> list[OffsetSync]:
+        return sorted((s for (t, p, _), syncs in self._syncs.items() if (t, p) == (topic, partition) for s in syncs
+                       if end is None or s.downstream < end), key=lambda s: s.upstream)
+
+    def translate(self, topic: str, partition: int, group_offset: int, target_id: str | None = None,
+                  end: int | None = None) -> int | None:
+        """Translation on the syncs that describe the target topic as it is; those naming an earlier incarnation
+        of it may only lower the answer, and one past the partition's end is nobody's now."""
+        held = self._held(topic, partition, end)
+        if target_id is None:
+            return translate(held, group_offset)
+        now = [s for s in held if s.target_id in (None, target_id)]
+        return translate(now, group_offset, [s for s in held if s.target_id not in (None, target_id)])
 
 
 def parse_source_offsets(text: str | None) -> dict[tuple[str, int], int]:

@@ -8,6 +8,7 @@ cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
@@ -173,10 +174,10 @@ def test_a_rolling_upgrade_never_has_an_old_and_a_new_host_active(kafka_pair, tm
     create_topic(target.bootstrap, old_topic, 1, {"cleanup.policy": "compact"})
     old = Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"{group}.leader",
                     "client.id": "mirrord-leader-0123456789ab", "enable.auto.commit": False})
-    old.subscribe([old_topic])
-    wait_until(lambda: old.poll(0.2) is None and old.assignment(), 30, "the old host holding its election")
     d = Mirrord(write_flow(tmp_path / "new", source.bootstrap, target.bootstrap, topic, group=group))
     try:
+        old.subscribe([old_topic])
+        wait_until(lambda: old.poll(0.2) is None and old.assignment(), 30, "the old host holding its election")
         d.start()
         d.wait_logged(f"standing by: hosts of an earlier mirrord release are in election group {group}.leader", 120)
         d.wait_logged(f"standby: hosts of an earlier mirrord release are in election group {group}.leader", 30)
@@ -185,6 +186,8 @@ def test_a_rolling_upgrade_never_has_an_old_and_a_new_host_active(kafka_pair, tm
         d.wait_ready(120)
         wait_until(lambda: copied(target.bootstrap, topic, 500), 120, "the upgraded host copying")
     finally:
+        with contextlib.suppress(RuntimeError):  # closed already
+            old.close()
         d.stop()
 
 
@@ -196,7 +199,9 @@ def test_a_positions_topic_of_another_shape_is_refused_in_one_line(kafka_pair, t
     create_topic(target.bootstrap, positions, 3, {"cleanup.policy": "compact"})
     d = Mirrord(write_flow(tmp_path / "shape", source.bootstrap, target.bootstrap, topic, group=topic,
                            conf={**EOS, "flow": flow}))
-    d.start()
-    assert d.process.wait(180) == 78, d.output()[-3000:]
+    try:
+        assert d.start().process.wait(180) == 78, d.output()[-3000:]
+    finally:
+        d.stop()
     lines = [line for line in d.output().splitlines() if positions in line and "cleanup.policy" in line]
     assert lines and "has 3 partitions" in lines[-1] and "1 partition and cleanup.policy=compact" in lines[-1]

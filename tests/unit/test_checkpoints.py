@@ -1,5 +1,6 @@
 from mirrord.mm2.checkpoints import (
     Checkpoint,
+    TargetNow,
     checkpoints_topic,
     decode,
     encode,
@@ -33,6 +34,25 @@ def test_target_offsets_only_move_forward_and_unsynced_partitions_are_left_alone
     committed = {("t", 0): 100, ("t", 1): 50}
     assert translated_offsets(committed, syncs, IdentityPolicy(), {("t", 0): 100}) == {}
     assert translated_offsets(committed, syncs, IdentityPolicy(), {("t", 0): 40}) == {("t", 0): 100}
+
+
+def test_after_the_target_topic_was_recreated_its_old_syncs_checkpoints_and_group_offsets_are_not_used():
+    """The target topic `t` was deleted and recreated (id new), 10 records in it now: the old topic's syncs (id old,
+    and one of mirrord's before the header, past the end) translate no group, and a checkpoint or a target group
+    offset past the end is replaced by a lower one."""
+    syncs = OffsetSyncStore()
+    syncs.add(OffsetSync("t", 0, 500, 900, 0, target_id="old"))
+    syncs.add(OffsetSync("t", 0, 600, 1000, 600))
+    now = TargetNow({"t": "new"}, {("t", 0): 10})
+    assert group_checkpoints("g", {("t", 0): 550}, syncs, IdentityPolicy(), now=now) == {}
+    assert group_checkpoints("g", {("t", 0): 550}, syncs, IdentityPolicy())[("t", 0)].downstream == 901  # blind
+    syncs.add(OffsetSync("t", 0, 509, 9, 500, target_id="new"))  # copied again into the new topic
+    assert translated_offsets({("t", 0): 505}, syncs, IdentityPolicy(), {("t", 0): 950}, now) == {("t", 0): 5}
+    assert translated_offsets({("t", 0): 505}, syncs, IdentityPolicy(), {("t", 0): 950}) == {}  # only forward
+    old = Checkpoint("g", "t", 0, 550, 950)
+    assert is_newer(Checkpoint("g", "t", 0, 505, 5), old)  # a rewind on the source: MirrorMaker 2's rule
+    assert not is_newer(Checkpoint("g", "t", 0, 600, 9), old)
+    assert is_newer(Checkpoint("g", "t", 0, 600, 9), old, now)
 
 
 def test_mirrords_own_group_and_excluded_groups_are_not_translated():

@@ -4,7 +4,8 @@ them, written by mirrord's own writer (docs/decisions.md §7).
 A history: a source partition (with compaction gaps); writers (hosts, restarts, a late one) each copying a
 stretch of it from some offset, some records dropped by a transform, some sends failing, their copies
 interleaved in one target partition as concurrent producers' would be, records of other producers among
-them (also before the first copy); possibly the target topic deleted and recreated midway.
+them (also before the first copy); possibly the target topic deleted and recreated midway, each writer
+hearing of it (the new topic's id) some steps later, its syncs meanwhile naming the old topic's id.
 
 The syncs are the real writer's: every history is replayed through mirrord's `OffsetSyncWriter` in one JVM
 (`io.mirrord.sink.OffsetSyncReplay`, built by `make jars`): each writer's acknowledgements in order, a
@@ -14,13 +15,13 @@ sync's key is (topic, partition, writer): compaction may remove any sync a later
 follows (lazily, any subset of them, or as Kafka's cleaner leaves it: the newest of each key in the cleaned
 part, and all the rest); each writer's newest always stays, carrying the writer's earlier runs. The reader
 reads what is left, in order, into an `OffsetSyncStore` that thins each partition to its limit (64, and
-smaller limits so that short histories thin too).
+smaller limits so that short histories thin too), and translates with the target topic's id and end now.
 
 The truth comes from the full record map: a group at source offset u may resume at target offset d only
 if every record at or after u that has a copy in the current topic has its last copy at or after d (it
-re-reads, never skips). Held here:
-- every copy a writer acknowledged is shown by a sync that writer emitted (a sync's run maps [run start,
-  upstream] one for one);
+re-reads, never skips), and d is not past the topic's end (a recreated topic's old offsets). Held here:
+- every copy a writer acknowledged after it last heard of the target topic's id is shown by a sync that writer
+  emitted (a sync's run maps [run start, upstream] one for one);
 - translation (or None) is never ahead of that truth, whatever compaction and thinning left.
 Outside: copies no sync was ever written for (a writer killed before it flushed its delayed sync; records the
 interceptor does not hand to the writer), docs/decisions.md §7.
@@ -71,11 +72,15 @@ class Replay:
                                + self._err.read()[-2000:].decode(errors="replace"))
         out = []
         for token in line.split():
-            writer, up, down, run, earlier = token.split(":")
-            values = [int(v) for v in earlier.split(",")] if earlier else []
-            runs = tuple(OffsetSync("t", 0, *values[i:i + 3]) for i in range(0, len(values), 3))
-            out.append((writer, OffsetSync("t", 0, int(up), int(down), int(run), runs)))
+            writer, up, down, run, earlier, target_id, before = token.split(":")
+            out.append((writer, OffsetSync("t", 0, int(up), int(down), int(run), self._runs(earlier), target_id or None,
+                                           self._runs(before))))
         return out
+
+    @staticmethod
+    def _runs(text: str) -> tuple[OffsetSync, ...]:
+        values = [int(v) for v in text.split(",")] if text else []
+        return tuple(OffsetSync("t", 0, *values[i:i + 3]) for i in range(0, len(values), 3))
 
     def close(self) -> None:
         self._proc.stdin.close()
@@ -92,7 +97,8 @@ def replay():
         print(f"\noffset translation property: {dict(STATS)}")
     if STATS["histories"] >= 1000:  # the histories are what this module says they are
         for kind in ("compacted", "compacted to each writer's newest", "carried earlier runs",
-                     "carried earlier runs merged", "taken over behind a copy", "recreated", "thinned to 4",
+                     "carried earlier runs merged", "taken over behind a copy", "recreated",
+                     "copied before a writer heard of the recreation", "thinned to 4",
                      f"thinned to {MAX_SYNCS_PER_PARTITION}"):
             assert STATS[kind] > 0, f"no history {kind}: {dict(STATS)}"
 
@@ -112,10 +118,10 @@ class Choices:
         return self._raw[self._at - 1] % k
 
 
-def history(c: Choices) -> tuple[list[str], list[int | None], int]:
+def history(c: Choices) -> tuple[list[str], list[int | None], int, str]:
     """(events for the replay, the current target topic as source offsets (None: another producer's record),
-    the number of source offsets) of one history. A choice of 0 is the plain case, so that hypothesis shrinks
-    towards it."""
+    the number of source offsets, the target topic's id now) of one history. A choice of 0 is the plain case,
+    so that hypothesis shrinks towards it."""
     n = 1 + c.below(40) + (c.below(200) if c.below(6) == 5 else 0)  # now and then a long one
     offsets = [o for o in range(n) if c.below(8) != 7] or [0]  # some compacted away on the source
     queues = []
@@ -124,14 +130,19 @@ def history(c: Choices) -> tuple[list[str], list[int | None], int]:
         end = start + c.below(len(offsets) - start) if c.below(2) else len(offsets) - 1
         drop = c.below(4) == 3  # a transform drops some records
         queues.append([o for o in offsets[start:end + 1] if not (drop and c.below(3) == 2)])
-    events: list[str] = []
+    events: list[str] = [f"x w{v} 0" for v in range(len(queues))]  # each writer asks the topic's id at its start
     target: list[int | None] = [None] * c.below(4)  # the target topic held records before
-    w, recreated = 0, False
+    w, recreated, incarnation = 0, False, 0
+    unaware: set[int] = set()  # writers that have not heard of the recreation yet
     while any(queues):
         action = c.below(100)
         active = [v for v, q in enumerate(queues) if q]
         if w not in active or c.below(4) == 3:  # mostly a writer's stretch goes on; now and then another's
             w = active[c.below(len(active))]
+        for v in sorted(unaware):
+            if c.below(4) == 3:  # its next look at the target's topic ids
+                events.append(f"x w{v} {incarnation}")
+                unaware.discard(v)
         if action < 70:  # the target acknowledges the writer's next record
             offset = queues[w].pop(0)
             events.append(f"a w{w} {offset} {len(target)}")
@@ -146,8 +157,11 @@ def history(c: Choices) -> tuple[list[str], list[int | None], int]:
         else:  # the target topic deleted and recreated: offsets start again at 0
             target = []
             recreated = True
+            incarnation += 1
+            unaware = set(range(len(queues)))
     STATS["recreated"] += recreated
-    return events, target, n
+    STATS["copied before a writer heard of the recreation"] += recreated and bool(unaware)
+    return events, target, n, str(incarnation)
 
 
 def log_order(c: Choices, emitted: list[tuple[str, OffsetSync]]) -> list[tuple[str, OffsetSync]]:
@@ -186,10 +200,10 @@ def shown(syncs: list[OffsetSync]) -> set[tuple[int, int]]:
             for k in range(s.upstream - s.first + 1)}
 
 
-def bounds(last: dict[int, int], top: int) -> list[float]:
+def bounds(last: dict[int, int], top: int, end: int) -> list[float]:
     """For each group offset 0..top, the highest target offset it may resume at: the lowest of the given
-    last copies of the records at or after it (inf if none)."""
-    out = [float("inf")] * (top + 2)
+    last copies of the records at or after it, and never past the target partition's `end`."""
+    out = [float(end)] * (top + 2)
     for u in range(top, -1, -1):
         out[u] = min(out[u + 1], last.get(u, float("inf")))
     return out
@@ -200,10 +214,11 @@ def bounds(last: dict[int, int], top: int) -> list[float]:
 @given(st.binary(min_size=512, max_size=512))
 def test_translation_is_never_ahead_of_the_groups_true_position(replay, raw):
     c = Choices(raw)
-    events, target, n = history(c)
+    events, target, n, target_id = history(c)
     emitted = replay.syncs((1, 2, 3, 5, 100)[c.below(5)], events)  # offset.lag.max
     for writer in {e.split()[1] for e in events}:
-        acked = {(int(e.split()[2]), int(e.split()[3])) for e in events if e.startswith(f"a {writer} ")}
+        heard = max(i for i, e in enumerate(events) if e.startswith(f"x {writer} "))
+        acked = {(int(e.split()[2]), int(e.split()[3])) for e in events[heard:] if e.startswith(f"a {writer} ")}
         unshown = acked - shown([s for w, s in emitted if w == writer])
         assert not unshown, f"copies of {writer} no sync of its shows: {sorted(unshown)}; {events}; {emitted}"
 
@@ -215,9 +230,9 @@ def test_translation_is_never_ahead_of_the_groups_true_position(replay, raw):
         store.add(sync)
 
     last = {offset: position for position, offset in enumerate(target) if offset is not None}
-    true = bounds(last, n)
+    true = bounds(last, n, len(target))
     for group in range(n + 1):
-        got = store.translate("t", 0, group)
+        got = store.translate("t", 0, group, target_id, len(target))
         assert got is None or got <= true[group], (
             f"group {group} translated to {got}, past a copy at {true[group]}; target {target}; "
             f"syncs read {stored}; held {store.syncs('t', 0)}")

@@ -100,6 +100,9 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
             long flushMs = longSetting(configs, SYNCS_FLUSH_MS, SYNCS_FLUSH_MS_DEFAULT, 1);
             writer = new OffsetSyncWriter(syncProducers.apply(syncProducerConfig(configs)), topic.toString(), lagMax,
                     flushMs, stats, background);
+            if (background) {  // tests' writers have no target to ask
+                writer.nameTargetTopics(syncProducerConfig(configs), sourceTopicPrefix);
+            }
         }
         synchronized (LIVE) {
             LIVE.put(this, Boolean.TRUE);

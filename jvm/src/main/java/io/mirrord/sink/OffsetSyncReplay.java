@@ -27,10 +27,12 @@ import org.apache.kafka.common.TopicPartition;
  * a W UP DOWN    writer W (any token) acknowledged: source offset UP is at target offset DOWN
  * f W            writer W's thread emits its delayed sync (every mirrord.offset.syncs.flush.ms)
  * r W            writer W's run is reset (a failed send, an offset unknown)
+ * x W ID         writer W sees the target topic's id ID (a new one: the topic was recreated)
  * e              the end: every writer emits its delayed sync; prints the history's syncs in the order
- *                they were emitted, "W:UP:DOWN:RUNSTART:EARLIER" separated by spaces, on one line, EARLIER
- *                being the writer's earlier runs the sync carries, UP,DOWN,RUNSTART triples joined by
- *                commas (empty if none)
+ *                they were emitted, "W:UP:DOWN:RUNSTART:EARLIER:ID:BEFORE" separated by spaces, on one line,
+ *                EARLIER being the writer's earlier runs the sync carries, UP,DOWN,RUNSTART triples joined by
+ *                commas (empty if none), ID the target topic's id the sync names (empty if none), BEFORE its
+ *                runs from before it heard of the target topic's recreation, as EARLIER
  * </pre>
  *
  * Not used by mirrord itself; run as {@code java -cp <mirrord-jvm.jar, kafka-clients, slf4j-api>
@@ -58,6 +60,7 @@ public final class OffsetSyncReplay {
     static void replay(BufferedReader in, Writer out) throws IOException {
         Stats stats = new Stats();
         Map<String, OffsetSyncWriter> writers = new LinkedHashMap<>();
+        Map<String, TargetTopicIds> ids = new LinkedHashMap<>();
         List<String> emitted = new ArrayList<>();
         long lagMax = 100;
         for (String line = in.readLine(); line != null; line = in.readLine()) {
@@ -67,6 +70,7 @@ public final class OffsetSyncReplay {
                     case "h" -> {
                         lagMax = Long.parseLong(f[1]);
                         writers.clear();
+                        ids.clear();
                         emitted.clear();
                     }
                     case "a" -> {
@@ -84,6 +88,11 @@ public final class OffsetSyncReplay {
                         writer.reset(writer.state(SOURCE));
                         take(f[1], writer, emitted);
                     }
+                    case "x" -> {
+                        OffsetSyncWriter writer = writer(writers, f[1], lagMax, stats);
+                        ids.computeIfAbsent(f[1], n -> writer.nameTargetTopics(null, "")).seen(SOURCE.topic(), f[2]);
+                        take(f[1], writer, emitted);
+                    }
                     case "e" -> {
                         for (Map.Entry<String, OffsetSyncWriter> w : writers.entrySet()) {
                             w.getValue().flushPending();
@@ -93,6 +102,7 @@ public final class OffsetSyncReplay {
                         out.write('\n');
                         out.flush();
                         writers.clear();
+                        ids.clear();
                         emitted.clear();
                     }
                     case "" -> {
@@ -112,13 +122,19 @@ public final class OffsetSyncReplay {
         return writers.computeIfAbsent(name, n -> new OffsetSyncWriter(null, "syncs", lagMax, 1000, stats, false));
     }
 
+    private static String joined(long[] values) {
+        StringBuilder out = new StringBuilder();
+        for (long v : values) {
+            out.append(out.isEmpty() ? "" : ",").append(v);
+        }
+        return out.toString();
+    }
+
     private static void take(String name, OffsetSyncWriter writer, List<String> emitted) {
         for (OffsetSyncWriter.Sync sync : writer.takeQueued()) {
-            StringBuilder earlier = new StringBuilder();
-            for (long v : sync.earlier()) {
-                earlier.append(earlier.isEmpty() ? "" : ",").append(v);
-            }
-            emitted.add(name + ":" + sync.upstream() + ":" + sync.downstream() + ":" + sync.runStart() + ":" + earlier);
+            String earlier = joined(sync.earlier());
+            emitted.add(name + ":" + sync.upstream() + ":" + sync.downstream() + ":" + sync.runStart() + ":" + earlier
+                    + ":" + (sync.targetTopicId() == null ? "" : sync.targetTopicId()) + ":" + joined(sync.before()));
         }
     }
 }

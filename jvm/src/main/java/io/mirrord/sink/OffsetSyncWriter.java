@@ -41,6 +41,8 @@ import org.slf4j.LoggerFactory;
 final class OffsetSyncWriter implements AutoCloseable {
     static final String RUN_START_HEADER = "mirrord.run.start";
     static final String EARLIER_RUNS_HEADER = "mirrord.writer.runs";
+    /** The writer's runs from before it heard that the target topic was recreated: a reader may only lower with them. */
+    static final String RUNS_BEFORE_HEADER = "mirrord.writer.runs.before";
     /** Syncs waiting for the writer's thread beyond this many are dropped (and counted as errors). */
     static final int OUTBOX_CAPACITY = 100_000;
     /** How long the writer's thread gathers syncs after the first one before writing them. */
@@ -57,6 +59,7 @@ final class OffsetSyncWriter implements AutoCloseable {
     private final BlockingQueue<Sync> outbox = new LinkedBlockingQueue<>(OUTBOX_CAPACITY);
     private final WarnLimiter warnings = new WarnLimiter(60_000);
     private final Thread thread;
+    private volatile TargetTopicIds targetIds;  // null: the syncs name no target topic incarnation
     private long emitted;  // syncs put in the outbox; guarded by this
     private final Object progress = new Object();
     private long finished;  // syncs acknowledged or failed; guarded by progress
@@ -78,6 +81,33 @@ final class OffsetSyncWriter implements AutoCloseable {
             thread.start();
         } else {
             thread = null;
+        }
+    }
+
+    /**
+     * From now on each sync names the id of its target topic ({@code targetPrefix} + the source topic), asked of
+     * the target with {@code clientConfig}; a target topic recreated makes the writer forget its runs of it.
+     */
+    TargetTopicIds nameTargetTopics(Map<String, ?> clientConfig, String targetPrefix) {
+        TargetTopicIds ids = new TargetTopicIds(clientConfig, targetPrefix, this::recreated);
+        targetIds = ids;
+        return ids;
+    }
+
+    /**
+     * The target topic of {@code sourceTopic} was recreated: the runs held of it were copies into the old one,
+     * or (acknowledged before this writer heard of it) into the new one. Each delayed sync is emitted, still
+     * naming the old topic (a reader may only lower a translation with it), and the runs are forgotten.
+     */
+    synchronized void recreated(String sourceTopic) {
+        for (PartitionState state : states.values()) {
+            if (state.source.topic().equals(sourceTopic)) {
+                Sync last = state.takePending();
+                if (last != null) {
+                    enqueue(last);
+                }
+                state.forget();
+            }
         }
     }
 
@@ -197,6 +227,16 @@ final class OffsetSyncWriter implements AutoCloseable {
                     topic, timeout.toMillis(), outbox.size());
         }
         producer.close(timeout);
+        releaseTargetTopics();
+    }
+
+    /** Stops asking the target for its topics' ids (the syncs' producer is another owner's). */
+    void releaseTargetTopics() {
+        TargetTopicIds ids = targetIds;
+        targetIds = null;
+        if (ids != null) {
+            ids.close();
+        }
     }
 
     private void run() {
@@ -224,6 +264,10 @@ final class OffsetSyncWriter implements AutoCloseable {
     }
 
     private void enqueue(Sync sync) {
+        TargetTopicIds ids = targetIds;
+        if (ids != null) {
+            sync = sync.in(ids.of(sync.source().topic()));
+        }
         if (outbox.offer(sync)) {
             emitted++;
         } else {
@@ -268,11 +312,21 @@ final class OffsetSyncWriter implements AutoCloseable {
      * holds the writer's earlier runs of the partition as (upstream, downstream, run start) triples, by
      * upstream offset.
      */
-    record Sync(TopicPartition source, long upstream, long downstream, long runStart, long[] earlier) {
+    record Sync(TopicPartition source, long upstream, long downstream, long runStart, long[] earlier, long[] before,
+                String targetTopicId) {
         static final long[] NONE = new long[0];
 
         Sync(TopicPartition source, long upstream, long downstream, long runStart) {
-            this(source, upstream, downstream, runStart, NONE);
+            this(source, upstream, downstream, runStart, NONE, NONE, null);
+        }
+
+        Sync(TopicPartition source, long upstream, long downstream, long runStart, long[] earlier) {
+            this(source, upstream, downstream, runStart, earlier, NONE, null);
+        }
+
+        /** This sync, naming the incarnation of the target topic it was copied into (null: unknown). */
+        Sync in(String topicId) {
+            return new Sync(source, upstream, downstream, runStart, earlier, before, topicId);
         }
 
         /**
@@ -283,15 +337,25 @@ final class OffsetSyncWriter implements AutoCloseable {
             RecordHeaders headers = new RecordHeaders();
             headers.add(RUN_START_HEADER, ByteBuffer.allocate(Long.BYTES).putLong(runStart).array());
             if (earlier.length > 0) {
-                ByteBuffer runs = ByteBuffer.allocate(earlier.length * Long.BYTES);
-                for (long v : earlier) {
-                    runs.putLong(v);
-                }
-                headers.add(EARLIER_RUNS_HEADER, runs.array());
+                headers.add(EARLIER_RUNS_HEADER, longs(earlier));
+            }
+            if (before.length > 0) {
+                headers.add(RUNS_BEFORE_HEADER, longs(before));
+            }
+            if (targetTopicId != null) {
+                headers.add(TargetTopicIds.HEADER, targetTopicId.getBytes(StandardCharsets.UTF_8));
             }
             byte[] key = key();
             byte[] keyed = ByteBuffer.allocate(key.length + Long.BYTES).put(key).putLong(writer).array();
             return new ProducerRecord<>(syncTopic, 0, null, keyed, value(), headers);
+        }
+
+        private static byte[] longs(long[] values) {
+            ByteBuffer out = ByteBuffer.allocate(values.length * Long.BYTES);
+            for (long v : values) {
+                out.putLong(v);
+            }
+            return out.array();
         }
 
         /** MirrorMaker 2's key: Kafka protocol STRING topic (INT16 length, UTF-8), INT32 partition. */
@@ -323,6 +387,7 @@ final class OffsetSyncWriter implements AutoCloseable {
         private Sync second;  // a second sync emitted by the last update, for takeEmitted()
         private Sync furthest;  // the current run's sync furthest along, once one was emitted
         private long[] earlier = Sync.NONE;  // the writer's earlier runs, as their furthest syncs (triples)
+        private long[] before = Sync.NONE;  // its runs from before the target topic was recreated (triples)
 
         PartitionState(TopicPartition source, long offsetLagMax) {
             this.source = source;
@@ -384,9 +449,19 @@ final class OffsetSyncWriter implements AutoCloseable {
             second = null;
         }
 
+        /**
+         * The target topic was recreated: the runs held were copies into the old topic, or into the new one
+         * before the writer heard of it. They go on only as runs a reader may lower a translation with.
+         */
+        void forget() {
+            reset();
+            before = earlier;
+            earlier = Sync.NONE;
+        }
+
         /** A sync of the current run, carrying the earlier runs; it is the run's furthest so far. */
         private Sync emit(long upstream, long downstream) {
-            furthest = new Sync(source, upstream, downstream, runStart, earlier);
+            furthest = new Sync(source, upstream, downstream, runStart, earlier, before, null);
             return furthest;
         }
 

@@ -201,9 +201,19 @@ final class StreamTransactions implements AutoCloseable {
         return open;
     }
 
+    /** Its offset syncs name their target topics' incarnations (docs/decisions.md §7). */
+    void nameTargetTopics(Map<String, ?> clientConfig, String targetPrefix) {
+        if (syncs != null) {
+            syncs.nameTargetTopics(clientConfig, targetPrefix);
+        }
+    }
+
     @Override
     public synchronized void close() {
         closed = true;
+        if (syncs != null) {
+            syncs.releaseTargetTopics();
+        }
         for (Source s : sources.values()) {
             stats.release(s.tally);
         }

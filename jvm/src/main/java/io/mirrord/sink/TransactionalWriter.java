@@ -154,8 +154,10 @@ public final class TransactionalWriter extends ForeachWriter<Row> {
         config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         log.info("stream transactions under transactional id {}", id);
-        return new StreamTransactions(new KafkaProducer<>(config), id, positionsTopic, syncsTopic, offsetLagMax,
-                intervalMs, Stats.EXECUTOR, System::currentTimeMillis);
+        StreamTransactions made = new StreamTransactions(new KafkaProducer<>(config), id, positionsTopic, syncsTopic,
+                offsetLagMax, intervalMs, Stats.EXECUTOR, System::currentTimeMillis);
+        made.nameTargetTopics(producerConfig, sourceTopicPrefix);
+        return made;
     }
 
     private void startTimer() {

@@ -27,10 +27,17 @@ public class OffsetSyncReplayTest {
                 "h 2",
                 "a x 0 0", "a x 1 1", "r x",  // the delayed 1→1 emitted when the run is reset
                 "a x 3 2",
+                "e",
+                "h 100",
+                "x x A", "a x 0 0", "a x 1 1",  // x knows the target topic's id A
+                "x x B",  // recreated: the delayed 1→1 emitted under A, the run carried as one from before
+                "a x 0 0",
                 "e", ""));
-        // after the fourth field, the writer's earlier runs the sync carries (UP,DOWN,RUNSTART triples)
-        assertEquals("x:0:0:0: y:5:2:5: x:1:1:0: x:2:3:2:1,1,0 x:3:4:2:1,1,0\n"
-                + "x:0:0:0: x:1:1:0: x:3:2:3:1,1,0\n", out);
+        // after the fourth field, the writer's earlier runs the sync carries (UP,DOWN,RUNSTART triples); then the
+        // target topic's id the sync names (empty: none known)
+        assertEquals("x:0:0:0::: y:5:2:5::: x:1:1:0::: x:2:3:2:1,1,0:: x:3:4:2:1,1,0::\n"
+                + "x:0:0:0::: x:1:1:0::: x:3:2:3:1,1,0::\n"
+                + "x:0:0:0::A: x:1:1:0::A: x:0:0:0::B:1,1,0\n", out);
     }
 
     @Test
