@@ -9,8 +9,10 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from tests.harness.kafka import KafkaBroker
 from tests.harness.mirrord import Mirrord, write_flow
 from tests.harness.records import (
+    commit_offsets,
     committed_offsets,
     count,
     create_topic,
@@ -126,3 +128,44 @@ def test_exactly_once_reads_a_topic_recreated_while_it_was_stopped_from_its_star
         raise AssertionError(f"{exc}\n--- mirrord's log:\n{host.output()[-4000:]}") from None
     finally:
         host.stop()
+
+
+def test_an_idle_partitions_committed_position_outlives_the_source_groups_retention(kafka_pair, unique, tmp_path):
+    """The source broker keeps a group's offsets for offsets.retention.minutes after their last commit; only
+    moved positions used to be committed, so an idle partition's expired and a take-over copied it again from
+    auto.offset.reset. Here the retention is a minute: a group committed once beside mirrord's last move is
+    gone, mirrord's positions are not, and a new host without state copies only what is new."""
+    _, target = kafka_pair
+    source = KafkaBroker("short-retention", tmp_path / "source", heap="384m",
+                         extra={"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "1000"})
+    topic, group, control = unique("idle"), unique("idle-group"), unique("idle-control")
+    host = taker = None
+    try:
+        source.start()
+        create_topic(source.bootstrap, topic, PARTITIONS)
+        produce(source.bootstrap, topic, batch("old", 50))
+        host = Mirrord(write_flow(tmp_path / "host", source.bootstrap, target.bootstrap, topic, group=group))
+        host.start().wait_ready()
+        ends = {p: 50 for p in range(PARTITIONS)}
+        wait_until(lambda: committed_offsets(source.bootstrap, group, topic) == ends, 120, "the positions committed")
+        commit_offsets(source.bootstrap, control, topic, ends)  # as old as mirrord's last move, or younger
+        wait_until(lambda: not committed_offsets(source.bootstrap, control, topic), 150, "the control group expired")
+        assert committed_offsets(source.bootstrap, group, topic) == ends
+        assert host.stop() == 0, host.output()[-3000:]
+
+        taker = Mirrord(write_flow(tmp_path / "taker", source.bootstrap, target.bootstrap, topic, group=group))
+        taker.start().wait_ready()
+        produce(source.bootstrap, topic, batch("new", 10))
+        wanted = as_sent(r for records in read_all(source.bootstrap, topic).values() for r in records)
+        wait_until(lambda: count(target.bootstrap, topic) >= 60 * PARTITIONS, 120, "the new records copied")
+        copied = [r for records in read_all(target.bootstrap, topic).values() for r in records]
+        assert len(copied) == 60 * PARTITIONS and as_sent(copied) == wanted, f"{len(copied)} records on the target"
+        assert taker.stop() == 0, taker.output()[-3000:]
+    except AssertionError as exc:
+        logs = "".join(f"\n--- {d.config.parent.name}'s log:\n{d.output()[-3000:]}" for d in (host, taker) if d)
+        raise AssertionError(f"{exc}{logs}") from None
+    finally:
+        for daemon in (host, taker):
+            if daemon:
+                daemon.stop()
+        source.destroy()

@@ -3,23 +3,29 @@ package io.mirrord.positions;
 import io.mirrord.fencing.Fence;
 import io.mirrord.metrics.WarnLimiter;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashMap;
-import java.util.Map;
 import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.slf4j.Logger;
@@ -30,24 +36,55 @@ import org.slf4j.LoggerFactory;
  * {@link #EVERY_MS} ms, so a supervisor that stopped answering leaves the group at most that far behind
  * what the target holds; and asks the source for its topics' ids every {@link #IDS_EVERY_MS} ms. Only while
  * this host may send ({@link Fence#open()}): a fenced host's positions are not the group's truth.
+ *
+ * <p>What moved is committed at each tick, and every known position, moved or not, at the first and then
+ * at least once per half of the source brokers' {@code offsets.retention.minutes} (read once at start; an
+ * hour if it cannot be read): the group's offset of a partition idle for longer would expire, and a restart
+ * or take-over would then start it from {@code auto.offset.reset} (docs/decisions.md §10).
  */
 public final class GroupCommitter {
     public static final long EVERY_MS = 250;
     static final long IDS_EVERY_MS = 2_000;
+    static final String RETENTION = "offsets.retention.minutes";
+    static final long ROUND_FALLBACK_MS = 3_600_000;
     private static final Duration TIMEOUT = Duration.ofSeconds(5);
     private static final Logger log = LoggerFactory.getLogger(GroupCommitter.class);
     private static GroupCommitter running;  // guarded by GroupCommitter.class
 
     private final String group;
     private final Map<String, Object> config;
+    private final Positions positions;
+    private final LongSupplier clock;
+    private final Commits commits;
     private final WarnLimiter warnings = new WarnLimiter(60_000);
     private KafkaConsumer<byte[], byte[]> consumer;  // guarded by this
     private Admin admin;  // guarded by this
     private long idsAt;
+    private volatile long roundEveryMs;
+    private long roundAt = Long.MIN_VALUE;  // when every position is due again; guarded by this
+
+    /** Where commits go: the group on the source; a test's list. */
+    interface Commits {
+        void commit(Map<TopicPartition, OffsetAndMetadata> offsets);
+    }
 
     private GroupCommitter(String group, Map<String, Object> config) {
         this.group = group;
         this.config = config;
+        this.positions = Positions.DRIVER;
+        this.clock = System::currentTimeMillis;
+        this.commits = offsets -> consumer().commitSync(offsets, TIMEOUT);
+        this.roundEveryMs = ROUND_FALLBACK_MS;
+    }
+
+    /** For tests: {@code positions} committed to {@code commits} by {@code clock}, no thread, no cluster. */
+    GroupCommitter(Positions positions, LongSupplier clock, Commits commits, long roundEveryMs) {
+        this.group = "test";
+        this.config = Map.of();
+        this.positions = positions;
+        this.clock = clock;
+        this.commits = commits;
+        this.roundEveryMs = roundEveryMs;
     }
 
     /**
@@ -68,7 +105,10 @@ public final class GroupCommitter {
         thread.start();
     }
 
-    /** Commits what moved now, from the caller's thread; false when the group could not be reached or fenced. */
+    /**
+     * Commits what moved (every position, when due) now, from the caller's thread; false when the group could
+     * not be reached or fenced.
+     */
     public static boolean flush() {
         GroupCommitter committer;
         synchronized (GroupCommitter.class) {
@@ -78,13 +118,14 @@ public final class GroupCommitter {
     }
 
     private void loop() {
+        roundEveryMs = askRoundEveryMs();
         while (true) {
             synchronized (GroupCommitter.class) {
                 if (running != this) {
                     return;
                 }
             }
-            long now = System.currentTimeMillis();
+            long now = clock.getAsLong();
             if (now - idsAt >= IDS_EVERY_MS) {
                 idsAt = now;
                 refreshIds();
@@ -95,16 +136,21 @@ public final class GroupCommitter {
     }
 
     synchronized boolean commit() {
-        Map<TopicPartition, OffsetAndMetadata> moved = Positions.DRIVER.uncommitted();
-        if (moved.isEmpty()) {
+        long now = clock.getAsLong();
+        boolean round = now >= roundAt;
+        Map<TopicPartition, OffsetAndMetadata> due = round ? positions.known() : positions.uncommitted();
+        if (due.isEmpty()) {
             return true;
         }
         if (!Fence.open()) {
             return false;
         }
         try {
-            consumer().commitSync(moved, TIMEOUT);
-            Positions.DRIVER.committed(moved);
+            commits.commit(due);
+            positions.committed(due);
+            if (round) {
+                roundAt = now + roundEveryMs;
+            }
             return true;
         } catch (RuntimeException e) {
             warn("cannot commit mirrored positions to group " + group, e);
@@ -112,8 +158,41 @@ public final class GroupCommitter {
         }
     }
 
+    /** Half the retention a source broker gives a group's offsets; {@link #ROUND_FALLBACK_MS} if it cannot say. */
+    private synchronized long askRoundEveryMs() {
+        String minutes = null;
+        try {
+            Collection<Node> brokers = admin().describeCluster().nodes().get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, brokers.iterator().next().idString());
+            ConfigEntry entry = admin().describeConfigs(List.of(broker)).all()
+                    .get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(broker).get(RETENTION);
+            minutes = entry == null ? null : entry.value();
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            log.warn("cannot read {} from the source ({}): every position is committed to group {} every hour",
+                    RETENTION, e instanceof ExecutionException ? e.getCause() : e, group);
+            return ROUND_FALLBACK_MS;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return ROUND_FALLBACK_MS;
+        }
+        long every = roundEveryMs(minutes);
+        log.info("every position is committed to group {} at least every {} min (the source's {}: {})", group,
+                every / 60_000, RETENTION, minutes);
+        return every;
+    }
+
+    /** Half of {@code minutes} ({@value #RETENTION}), in ms; {@link #ROUND_FALLBACK_MS} if it is no positive number. */
+    static long roundEveryMs(String minutes) {
+        try {
+            long parsed = minutes == null ? 0 : Long.parseLong(minutes.trim());
+            return parsed > 0 ? parsed * 60_000 / 2 : ROUND_FALLBACK_MS;
+        } catch (NumberFormatException e) {
+            return ROUND_FALLBACK_MS;
+        }
+    }
+
     private synchronized void refreshIds() {
-        Set<String> topics = Positions.DRIVER.topics();
+        Set<String> topics = positions.topics();
         if (topics.isEmpty()) {
             return;
         }
@@ -136,8 +215,8 @@ public final class GroupCommitter {
         } catch (RuntimeException e) {
             warn("cannot ask the source for its topics' ids", e);
         }
-        Positions.DRIVER.topicIds(ids);
-        Positions.DRIVER.forget(gone);
+        positions.topicIds(ids);
+        positions.forget(gone);
     }
 
     private KafkaConsumer<byte[], byte[]> consumer() {

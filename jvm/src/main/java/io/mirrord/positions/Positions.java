@@ -150,13 +150,22 @@ public final class Positions {
      * commit's metadata ({@link #METADATA_PREFIX}), which a resume checks against the topic's id then.
      */
     public synchronized Map<TopicPartition, OffsetAndMetadata> uncommitted() {
-        Map<TopicPartition, OffsetAndMetadata> moved = new HashMap<>();
+        return known(false);
+    }
+
+    /** Every known position, moved or not: committed again before the group's offsets expire. */
+    public synchronized Map<TopicPartition, OffsetAndMetadata> known() {
+        return known(true);
+    }
+
+    private Map<TopicPartition, OffsetAndMetadata> known(boolean all) {
+        Map<TopicPartition, OffsetAndMetadata> chosen = new HashMap<>();
         entries.forEach((tp, e) -> {
-            if (e.next >= 0 && e.next != e.committed) {
-                moved.put(tp, new OffsetAndMetadata(e.next, e.topicId == null ? "" : METADATA_PREFIX + e.topicId + "\0"));
+            if (e.next >= 0 && (all || e.next != e.committed)) {
+                chosen.put(tp, new OffsetAndMetadata(e.next, e.topicId == null ? "" : METADATA_PREFIX + e.topicId + "\0"));
             }
         });
-        return moved;
+        return chosen;
     }
 
     /**

@@ -4,19 +4,14 @@ import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
 import io.mirrord.metrics.MirrordPlugin;
 import io.mirrord.metrics.Stats;
-import io.mirrord.positions.Incarnations;
 import io.mirrord.metrics.WarnLimiter;
-
+import io.mirrord.positions.Incarnations;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.WeakHashMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
@@ -41,9 +36,9 @@ import org.slf4j.LoggerFactory;
  * in the order they were sent, exactly once each (a synchronous send failure included). That order is
  * the order of {@code onSend} calls only if one thread sends to a given target partition at a time,
  * which holds because Spark writes a source partition from one task at a time and mirrord sends each
- * record to the same-numbered target partition. Records sent without a partition are not paired. A failed record marks its
- * partition broken: its run and delayed sync are dropped, and no sync is written until every record
- * sent before the failure has been acknowledged.
+ * record to the same-numbered target partition. Records sent without a partition are not paired. A failed record
+ * stops its source partition's position until the query sends from it again, and ends its offset-sync run
+ * ({@link Pairing}).
  *
  * <p>Settings, from the producer's configuration (on Spark's sink: {@code kafka.<name>}):
  * {@value #SYNCS_TOPIC} (none: no offset syncs), {@value #OFFSET_LAG_MAX}, {@value #SYNCS_FLUSH_MS}
@@ -72,8 +67,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
     private final Function<Map<String, Object>, Producer<byte[], byte[]>> syncProducers;
     private final Stats stats;
     private final boolean background;
-    private final Map<String, Partitions> pairings = new ConcurrentHashMap<>();  // by target topic
-    private volatile Partitions last;  // the target topic of the last lookup: most records go where the last one went
+    private final Pairings pairings = new Pairings(this::pairing);
     private final WarnLimiter unpartitioned = new WarnLimiter(60_000);
     private String sourceTopicPrefix = "";
     private OffsetSyncWriter writer;  // null: no offset syncs
@@ -120,11 +114,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         }
         long total = 0;
         for (MirrorInterceptor interceptor : live) {
-            for (Partitions partitions : interceptor.pairings.values()) {
-                for (Pairing pairing : partitions.pairings) {
-                    total += pairing == null ? 0 : pairing.inFlight();
-                }
-            }
+            total += interceptor.inFlightHere();
         }
         return total;
     }
@@ -207,7 +197,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         }
         Envelope.Unwrapped source = Envelope.unwrap(record.key());
         Integer partition = record.partition();
-        Pairing pairing = partition != null && partition >= 0 ? pairing(record.topic(), partition) : null;
+        Pairing pairing = partition != null && partition >= 0 ? pairings.of(record.topic(), partition) : null;
         ProducerRecord<byte[], byte[]> unwrapped;
         try {
             Long timestamp = source.timestampMs() >= 0 ? source.timestampMs() : null;  // unknown: the producer's clock
@@ -238,7 +228,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         if (metadata == null) {
             return;  // Kafka knew neither the record nor its partition: nothing was paired
         }
-        Pairing pairing = metadata.partition() >= 0 ? existing(metadata.topic(), metadata.partition()) : null;
+        Pairing pairing = metadata.partition() >= 0 ? pairings.existing(metadata.topic(), metadata.partition()) : null;
         long latencyMs = exception == null && metadata.hasTimestamp() ? System.currentTimeMillis() - metadata.timestamp()
                 : Stats.NO_LATENCY;
         if (pairing != null) {
@@ -256,13 +246,7 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         synchronized (LIVE) {
             LIVE.remove(this);
         }
-        for (Partitions partitions : pairings.values()) {
-            for (Pairing pairing : partitions.pairings) {
-                if (pairing != null) {
-                    stats.release(pairing.tally);
-                }
-            }
-        }
+        pairings.forEach(pairing -> stats.release(pairing.tally));
         if (writer != null) {
             writer.close(CLOSE_TIMEOUT);
         }
@@ -273,136 +257,22 @@ public final class MirrorInterceptor implements ProducerInterceptor<byte[], byte
         return writer;
     }
 
-    /** The pairing of a target partition, made on first use; no allocation once it exists (per-record path). */
+    private long inFlightHere() {
+        long[] total = {0};
+        pairings.forEach(pairing -> total[0] += pairing.inFlight());
+        return total[0];
+    }
+
+    /** A target partition's pairing, made as the first record is sent to it. */
     private Pairing pairing(String topic, int partition) {
-        Pairing pairing = existing(topic, partition);
-        return pairing != null ? pairing : created(topic, partition);
-    }
-
-    private Pairing existing(String topic, int partition) {
-        Partitions partitions = last;
-        if (partitions == null || !partitions.topic.equals(topic)) {  // equals: cheaper than the hash of a new String
-            partitions = pairings.get(topic);
-            if (partitions == null) {
-                return null;
-            }
-            last = partitions;
-        }
-        Pairing[] array = partitions.pairings;
-        return partition < array.length ? array[partition] : null;
-    }
-
-    private synchronized Pairing created(String topic, int partition) {
-        Partitions partitions = pairings.computeIfAbsent(topic, Partitions::new);
-        Pairing[] array = partitions.pairings;
-        if (partition < array.length && array[partition] != null) {
-            return array[partition];
-        }
-        Pairing[] grown = Arrays.copyOf(array, Math.max(array.length, partition + 1));
         TopicPartition source = new TopicPartition(sourceTopic(topic), partition);
-        grown[partition] = new Pairing(partitions.topic, stats.tally(partitions.topic, source.topic(), partition),
+        return new Pairing(topic, stats.tally(topic, source.topic(), partition),
                 writer == null ? null : writer.state(source), Incarnations.of(source.topic(), partition));
-        partitions.pairings = grown;  // a new array each time: readers never see one being filled
-        return grown[partition];
-    }
-
-    /** One target topic's pairings by partition, under the name the first record gave it. */
-    private static final class Partitions {
-        final String topic;
-        volatile Pairing[] pairings = new Pairing[0];
-
-        Partitions(String topic) {
-            this.topic = topic;
-        }
     }
 
     /** The prefix replication policy in reverse; a target topic without the prefix keeps its name. */
     String sourceTopic(String targetTopic) {
         return targetTopic.startsWith(sourceTopicPrefix) ? targetTopic.substring(sourceTopicPrefix.length()) : targetTopic;
-    }
-
-    /**
-     * The source offsets of one target partition's records in flight, in send order, and its tally; both
-     * guarded by the tally's monitor, the one lock a record takes in {@code onSend} and in
-     * {@code onAcknowledgement}.
-     */
-    private static final class Pairing {
-        final String target;
-        final Stats.Tally tally;
-        private final OffsetSyncWriter.PartitionState state;  // null: no offset syncs
-        private final AtomicLong incarnation;  // the source partition's, as its reader set it (docs/decisions.md §10)
-        private long[] inFlight = new long[64];  // a ring: head is the oldest
-        private long[] incarnations = new long[64];  // the incarnation each record in flight was read in
-        private int head;
-        private int size;
-        private boolean broken;
-
-        Pairing(String target, Stats.Tally tally, OffsetSyncWriter.PartitionState state, AtomicLong incarnation) {
-            this.target = target;
-            this.tally = tally;
-            this.state = state;
-            this.incarnation = incarnation;
-        }
-
-        int inFlight() {
-            synchronized (tally) {
-                return size;
-            }
-        }
-
-        void sent(long sourceOffset, long bytes) {
-            synchronized (tally) {
-                if (size == inFlight.length) {
-                    long[] grown = new long[size * 2];
-                    long[] grownIncarnations = new long[size * 2];
-                    for (int i = 0; i < size; i++) {
-                        grown[i] = inFlight[(head + i) % size];
-                        grownIncarnations[i] = incarnations[(head + i) % size];
-                    }
-                    inFlight = grown;
-                    incarnations = grownIncarnations;
-                    head = 0;
-                }
-                inFlight[(head + size) % inFlight.length] = sourceOffset;
-                incarnations[(head + size) % inFlight.length] = incarnation.get();
-                size++;
-                tally.sent(bytes);
-            }
-        }
-
-        /** {@code latencyMs}: since the record's timestamp, {@link Stats#NO_LATENCY} if unknown or failed. */
-        void acknowledged(RecordMetadata metadata, Exception exception, long latencyMs, OffsetSyncWriter writer) {
-            synchronized (tally) {
-                if (exception == null) {
-                    tally.acknowledged(latencyMs);
-                }
-                if (size == 0) {
-                    return;  // a record sent without a partition
-                }
-                long upstream = inFlight[head];
-                long readIn = incarnations[head];
-                head = (head + 1) % inFlight.length;
-                size--;
-                if (exception != null) {
-                    broken = true;
-                    if (writer != null) {
-                        writer.reset(state);
-                    }
-                } else if (!broken) {
-                    if (upstream >= 0) {
-                        tally.advance(readIn, upstream + 1);
-                    }
-                    if (writer != null && upstream >= 0 && metadata.hasOffset()) {
-                        writer.acked(state, upstream, metadata.offset());
-                    } else if (writer != null) {
-                        writer.reset(state);  // an offset unknown (acks=0, or no source offset): the run ends here
-                    }
-                }
-                if (size == 0) {
-                    broken = false;
-                }
-            }
-        }
     }
 
     private static long longSetting(Map<String, ?> configs, String name, long defaultValue, long min) {

@@ -92,8 +92,54 @@ public class MirrorInterceptorTest {
         assertArrayEquals(new long[] {8, 1}, stats.drain().positions.get("orders").get(3));
     }
 
+    /** The acknowledged positions, as this test's Stats saw them: {@code "positions":{"orders":{"4":11}}. */
+    String positions() {
+        String json = stats.toJson();
+        String positions = json.substring(json.indexOf("\"positions\":"));
+        return positions.substring(0, positions.indexOf('}') + 1);
+    }
+
     @Test
-    void thePositionFollowsTheAcknowledgementsInOrderAndStopsAtAFailureUntilNothingIsInFlight() {
+    void aFailedSendStopsThePositionUntilTheQuerySendsFromTheFailedRecordAgain() {
+        MirrorInterceptor interceptor = interceptor(Map.of());
+        Incarnations.set(new TopicPartition("orders", 4), 2);
+        sent(interceptor, 4, 10);
+        acked(interceptor, 4, 0);
+        assertEquals("\"positions\":{\"orders\":{\"4\":11}", positions());
+        sent(interceptor, 4, 11);
+        failed(interceptor, 4);  // the producer's I/O thread; the task has passed checkForErrors already
+        sent(interceptor, 4, 12);  // so it sends on, and the target takes it
+        acked(interceptor, 4, 1);
+        sent(interceptor, 4, 13);
+        acked(interceptor, 4, 2);
+        sent(interceptor, 4, 14);  // still in flight as the query restarts
+        assertEquals("\"positions\":{\"orders\":{\"4\":11}", positions());
+
+        sent(interceptor, 4, 11);  // the restarted query reads from the failed record again
+        acked(interceptor, 4, 3);  // 14, sent before the restart: counts for nothing
+        assertEquals("\"positions\":{\"orders\":{\"4\":11}", positions());
+        acked(interceptor, 4, 4);
+        assertEquals("\"positions\":{\"orders\":{\"4\":12}", positions());
+    }
+
+    @Test
+    void aFailedSendStopsThePositionUntilThePartitionsNextIncarnation() {
+        MirrorInterceptor interceptor = interceptor(Map.of());
+        TopicPartition source = new TopicPartition("orders", 5);
+        Incarnations.set(source, 2);
+        sent(interceptor, 5, 30);
+        failed(interceptor, 5);
+        sent(interceptor, 5, 31);
+        acked(interceptor, 5, 0);
+        assertEquals("\"positions\":{}", positions());
+        Incarnations.set(source, 3);  // recreated: its reader reads the new topic, here from past 30
+        sent(interceptor, 5, 40);
+        acked(interceptor, 5, 1);
+        assertArrayEquals(new long[] {3, 41}, stats.drain().positions.get("orders").get(5));
+    }
+
+    @Test
+    void thePositionFollowsTheAcknowledgementsInOrderAndStopsAtAFailureUntilItIsSentAgain() {
         MirrorInterceptor interceptor = interceptor(Map.of());
         long elsewhere = MirrorInterceptor.inFlight();  // other tests' interceptors
         sent(interceptor, 1, 40);
@@ -111,7 +157,7 @@ public class MirrorInterceptorTest {
         sent(interceptor, 1, 46);
         sent(interceptor, 1, 47);
         failed(interceptor, 1);
-        acked(interceptor, 1, 4);  // after a failure nothing counts until what was in flight is through
+        acked(interceptor, 1, 4);  // after a failure nothing counts until the failed record is sent again
         assertTrue(stats.toJson().contains("\"positions\":{\"orders\":{\"1\":46}}"), stats.toJson());
         sent(interceptor, 1, 46);
         acked(interceptor, 1, 5);
