@@ -137,7 +137,7 @@ public final class GroupCommitter {
             warn("cannot ask the source for its topics' ids", e);
         }
         Positions.DRIVER.topicIds(ids);
-        Positions.DRIVER.forget(gone);
+        Positions.DRIVER.deleted(gone, System.currentTimeMillis());
     }
 
     private KafkaConsumer<byte[], byte[]> consumer() {
