@@ -216,7 +216,7 @@ public final class GroupCommitter {
             warn("cannot ask the source for its topics' ids", e);
         }
         positions.topicIds(ids);
-        positions.forget(gone);
+        positions.deleted(gone, System.currentTimeMillis());
     }
 
     private KafkaConsumer<byte[], byte[]> consumer() {

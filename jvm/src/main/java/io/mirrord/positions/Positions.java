@@ -23,12 +23,16 @@ import org.slf4j.LoggerFactory;
  * in), and the end of a batch Spark committed ({@link #batchEnded}: every record below it was acknowledged,
  * or never needed to be: transaction markers, records a transform dropped). A new incarnation begins when
  * the source goes back (a batch ends below the position: the topic was recreated under the reader) or the
- * topic's id changes (recreated while nobody read it); its position starts unknown (nothing is committed
- * for it) or at that batch's end, and whatever the old incarnation still acknowledges is ignored. So a
- * position never passes a record of the current incarnation that the target does not hold.
+ * topic's id changes (recreated, perhaps past where the old one was read, which offsets alone cannot tell);
+ * its position starts unknown (nothing is committed for it) or at that batch's end, and whatever the old
+ * incarnation still acknowledges is ignored. So a position never passes a record of the current incarnation
+ * that the target does not hold. A topic seen deleted keeps its partitions and last id (nothing of it is
+ * committed meanwhile), so one recreated within seconds is still seen as a new incarnation.
  */
 public final class Positions {
     private static final Logger log = LoggerFactory.getLogger(Positions.class);
+    /** How long a deleted topic's partitions are kept for its return under another id. */
+    static final long DELETED_KEPT_MS = 600_000;
     /** The driver's owner. */
     public static final Positions DRIVER = new Positions();
 
@@ -41,6 +45,7 @@ public final class Positions {
         long committed = -1;
         String topicId;  // null: not known yet
         boolean rewound;  // the topic's id changed: the next batch reads the partition from its start
+        long deletedAt = -1;  // when the topic was seen deleted (nothing committed while it is); -1: it exists
     }
 
     private Entry entry(TopicPartition tp) {
@@ -99,12 +104,33 @@ public final class Positions {
             if (e.topicId != null && !e.topicId.equals(id)) {
                 e.incarnation++;
                 e.next = -1;
+                e.committed = -1;
                 e.rewound = true;
                 log.warn("{}: the topic was recreated on the source (id {} is now {}): read again from its start",
                         tp, e.topicId, id);
             }
             e.topicId = id;
+            e.deletedAt = -1;
         });
+    }
+
+    /**
+     * These partitions are read from their start now, in whatever incarnation their topic has now (new
+     * partitions, partitions planned again from their start, partitions a reader found recreated under it and
+     * read again from its start): a new incarnation with its position unknown until a batch planned in it is
+     * acknowledged, and the topic's next id is taken as theirs, not as a recreation (which would read them from
+     * their start once more).
+     */
+    public synchronized void readFromStart(Collection<TopicPartition> partitions) {
+        for (TopicPartition tp : partitions) {
+            Entry e = entry(tp);
+            e.incarnation++;
+            e.next = -1;
+            e.committed = -1;
+            e.topicId = null;
+            e.rewound = false;
+            e.deletedAt = -1;
+        }
     }
 
     /** The ids known of these partitions' topics (a batch's plan carries them to its tasks). */
@@ -132,13 +158,24 @@ public final class Positions {
         return rewound;
     }
 
-    /** These topics were deleted from the source: their positions are forgotten (a commit would be refused). */
-    public synchronized void forget(Collection<String> topics) {
-        entries.keySet().removeIf(tp -> topics.contains(tp.topic()));
-        ids.keySet().removeAll(topics);
+    /**
+     * These topics were not found on the source at {@code nowMs}: nothing of them is committed (a commit would be
+     * refused), but their partitions keep their incarnation and the topic's last id, so a topic recreated before
+     * anyone looked again is seen by its new id (docs/decisions.md §10). Those deleted for longer than
+     * {@link #DELETED_KEPT_MS} are forgotten: a topic back after that was listed gone meanwhile by every reader.
+     */
+    public synchronized void deleted(Collection<String> topics, long nowMs) {
+        entries.forEach((tp, e) -> {
+            if (topics.contains(tp.topic()) && e.deletedAt < 0) {
+                e.deletedAt = nowMs;
+            }
+        });
+        entries.values().removeIf(e -> e.deletedAt >= 0 && nowMs - e.deletedAt > DELETED_KEPT_MS);
+        Set<String> kept = topics();
+        ids.keySet().removeIf(topic -> topics.contains(topic) && !kept.contains(topic));
     }
 
-    /** The topics whose ids are worth asking for: those with a position here. */
+    /** The topics whose ids are worth asking for: those with a position here, deleted ones too. */
     public synchronized Set<String> topics() {
         Set<String> topics = new HashSet<>();
         entries.keySet().forEach(tp -> topics.add(tp.topic()));
@@ -161,7 +198,7 @@ public final class Positions {
     private Map<TopicPartition, OffsetAndMetadata> known(boolean all) {
         Map<TopicPartition, OffsetAndMetadata> chosen = new HashMap<>();
         entries.forEach((tp, e) -> {
-            if (e.next >= 0 && (all || e.next != e.committed)) {
+            if (e.next >= 0 && (all || e.next != e.committed) && e.deletedAt < 0) {
                 chosen.put(tp, new OffsetAndMetadata(e.next, e.topicId == null ? "" : METADATA_PREFIX + e.topicId + "\0"));
             }
         });

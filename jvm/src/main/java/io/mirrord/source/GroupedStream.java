@@ -45,6 +45,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     private static final Duration ASK_TIMEOUT = Duration.ofSeconds(1);
     private static final long EARLIEST = -2;
     private static final long LATEST = -1;
+    private static final long REPLANNED_WITHIN_MS = 2_000;  // a real-time batch lasts 5 s at least
 
     private final SourceOptions options;
     private final String run = UUID.randomUUID().toString();
@@ -55,6 +56,11 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     private final Map<TopicPartition, Long> firsts = new HashMap<>();  // new partitions' start, as planned
     private final Set<TopicPartition> recreated = new HashSet<>();  // read from their start in the batch planned now
     private Map<TopicPartition, Long> planned = Map.of();  // the last planned batch's incarnations
+    // real-time mode: Spark plans each batch twice, the same start within milliseconds; the second plan is the
+    // first's, so that a partition the owner says was recreated is read from its start by both
+    private Map<TopicPartition, Long> rtStart;
+    private Map<TopicPartition, Long> rtFrom;
+    private long rtPlannedAt;
     private volatile boolean realTime;
     private volatile boolean stopped;
 
@@ -149,6 +155,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         if (!unknown.isEmpty()) {
             Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(existing(unknown), ASK_TIMEOUT));
             log.info("new partitions, read from their start: {}", found);
+            Positions.DRIVER.readFromStart(found.keySet());
             firsts.putAll(found);
             unknown.removeAll(found.keySet());
             unknown.forEach(tp -> firsts.put(tp, ends.get(tp)));  // deleted meanwhile: nothing to read
@@ -215,21 +222,13 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     @Override
     public synchronized InputPartition[] planInputPartitions(Offset startOffset) {
         Map<TopicPartition, Long> start = ((SourceOffset) startOffset).offsets;
-        Set<TopicPartition> partitions = partitions(false);
-        Set<TopicPartition> fresh = new HashSet<>(partitions);
-        fresh.removeAll(start.keySet());
-        fresh.addAll(Positions.DRIVER.takeRewound(partitions));  // recreated: read from the start
-        Map<TopicPartition, Long> from = new HashMap<>();
-        start.forEach((tp, offset) -> {
-            if (partitions.contains(tp) && !fresh.contains(tp)) {
-                from.put(tp, offset);
-            }
-        });
-        if (!fresh.isEmpty()) {
-            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(existing(fresh), ASK_TIMEOUT));
-            log.info("new partitions, read from their start: {}", found);
-            from.putAll(found);
+        long now = System.currentTimeMillis();
+        if (!start.equals(rtStart) || now - rtPlannedAt >= REPLANNED_WITHIN_MS) {
+            rtStart = start;
+            rtFrom = realTimeStarts(start);
+            rtPlannedAt = now;
         }
+        Map<TopicPartition, Long> from = rtFrom;
         List<Map<TopicPartition, Long>> froms = groups();
         from.forEach((tp, offset) -> froms.get(Assignment.streamOf(tp, options.streams)).put(tp, offset));
         planned = Positions.DRIVER.incarnations(from.keySet());
@@ -241,6 +240,30 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         return splits;
     }
 
+    /**
+     * Where each partition of a real-time batch starts: the last batch's end, or the partition's first offset
+     * (new, or recreated: the positions' owner saw its topic's id change).
+     */
+    private Map<TopicPartition, Long> realTimeStarts(Map<TopicPartition, Long> start) {
+        Set<TopicPartition> partitions = partitions(false);
+        Set<TopicPartition> fresh = new HashSet<>(partitions);
+        fresh.removeAll(start.keySet());
+        fresh.addAll(Positions.DRIVER.takeRewound(partitions));
+        Map<TopicPartition, Long> from = new HashMap<>();
+        start.forEach((tp, offset) -> {
+            if (partitions.contains(tp) && !fresh.contains(tp)) {
+                from.put(tp, offset);
+            }
+        });
+        if (!fresh.isEmpty()) {
+            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(existing(fresh), ASK_TIMEOUT));
+            log.info("new partitions, read from their start: {}", found);
+            Positions.DRIVER.readFromStart(found.keySet());
+            from.putAll(found);
+        }
+        return from;
+    }
+
     private List<Map<TopicPartition, Long>> groups() {
         List<Map<TopicPartition, Long>> groups = new ArrayList<>();
         for (int i = 0; i < options.streams; i++) {
@@ -249,11 +272,21 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         return groups;
     }
 
+    /**
+     * The real-time batch's end: where its streams stand. Partitions a stream found recreated under it and read
+     * again from their start (or found new) are in the topic's new incarnation already: the owner is told, so
+     * that the new id it sees is not taken for a recreation still to be read from its start.
+     */
     @Override
     public Offset mergeOffsets(PartitionOffset[] offsets) {
         Map<TopicPartition, Long> merged = new HashMap<>();
+        Set<TopicPartition> fromStart = new HashSet<>();
         for (PartitionOffset offset : offsets) {
             merged.putAll(((StreamPosition) offset).offsets);
+            fromStart.addAll(((StreamPosition) offset).readFromStart);
+        }
+        if (!fromStart.isEmpty()) {
+            Positions.DRIVER.readFromStart(fromStart);
         }
         return new SourceOffset(merged);
     }

@@ -46,6 +46,7 @@ final class StreamConsumer {
     private Map<TopicPartition, Long> until;  // micro-batch mode: where each partition's batch ends
     private final Set<TopicPartition> open = new HashSet<>();  // micro-batch mode: not read to the end yet
     private Set<TopicPartition> seenOnce = Set.of();
+    private final Set<TopicPartition> fromStart = new HashSet<>();  // taken up from their start on its own, this batch
     private long lookedAt;
     private long progressAt;
     // the partition of the last record handed out, and the offset after it (written to `next` on a change)
@@ -93,6 +94,7 @@ final class StreamConsumer {
             done.removeAll(open);
             consumer.pause(done);
         }
+        fromStart.clear();
         lookedAt = progressAt = System.currentTimeMillis();
     }
 
@@ -202,6 +204,7 @@ final class StreamConsumer {
             }
             if (at >= start) {  // what it reads now is not what the driver planned: not counted until planned
                 Incarnations.set(tp, Incarnations.UNKNOWN);
+                fromStart.add(tp);
             }
             consumer.seek(tp, start);
             if (tp.equals(current)) {
@@ -255,6 +258,7 @@ final class StreamConsumer {
                 Incarnations.set(tp, Incarnations.UNKNOWN);  // found here, not planned: counted from the next batch
                 consumer.seek(tp, start);
                 next.put(tp, start);
+                fromStart.add(tp);
             });
             log.info("stream {}: new partitions, read from their start: {}", stream, starts);
         }
@@ -297,6 +301,11 @@ final class StreamConsumer {
             }
         }
         return positions;
+    }
+
+    /** The partitions this batch took up from their start on its own (new, or recreated under it). */
+    Set<TopicPartition> readFromStart() {
+        return fromStart;
     }
 
     /** The batch is over: what was fetched and not handed out waits for the next batch. */

@@ -64,7 +64,7 @@ final class StreamReader implements SupportsRealTimeRead<InternalRow> {
 
     @Override
     public PartitionOffset getOffset() {
-        return new StreamPosition(consumer.positions());
+        return new StreamPosition(consumer.positions(), consumer.readFromStart());
     }
 
     @Override

@@ -75,7 +75,7 @@ class PositionsTest {
     }
 
     @Test
-    void onlyWhatMovedIsCommittedAndDeletedTopicsAreForgotten() {
+    void onlyWhatMovedIsCommittedAndNothingOfADeletedTopic() {
         Positions positions = new Positions();
         long incarnation = positions.incarnations(List.of(TP)).get(TP);
         positions.acknowledged(TP, incarnation, 10);
@@ -83,8 +83,48 @@ class PositionsTest {
         assertTrue(positions.uncommitted().isEmpty());
         positions.acknowledged(TP, incarnation, 11);
         assertEquals(11, next(positions));
-        positions.forget(Set.of("orders"));
-        assertTrue(positions.uncommitted().isEmpty());
+        positions.deleted(Set.of("orders"), 0);
+        assertTrue(positions.uncommitted().isEmpty());  // a commit for a deleted topic would be refused
+        assertEquals(Set.of("orders"), positions.topics());  // its id is still asked for
+        positions.deleted(Set.of("orders"), Positions.DELETED_KEPT_MS + 1);
+        assertEquals(Set.of(), positions.topics());
         assertEquals("{}", positions.json());
+    }
+
+    @Test
+    void aTopicDeletedAndRecreatedBetweenTwoLooksIsANewIncarnationReadFromItsStart() {
+        Positions positions = new Positions();
+        long first = positions.incarnations(List.of(TP)).get(TP);
+        positions.topicIds(Map.of("orders", "old"));
+        positions.acknowledged(TP, first, 500);
+        positions.committed(positions.uncommitted());
+        positions.deleted(Set.of("orders"), 0);  // seen gone at one look, back under another id at the next
+        positions.topicIds(Map.of("orders", "new"));
+        positions.acknowledged(TP, first, 1000);  // the new topic read on from the old offset: not counted
+        assertTrue(positions.uncommitted().isEmpty());
+        assertEquals(Set.of(TP), positions.takeRewound(List.of(TP)));
+        positions.readFromStart(List.of(TP));  // the next batch plans it from its start
+        long second = positions.incarnations(List.of(TP)).get(TP);
+        positions.topicIds(Map.of("orders", "new"));
+        positions.acknowledged(TP, second, 500);  // as far as the old one was committed: committed again, new id
+        assertEquals(new OffsetAndMetadata(500, "mirrord topic-id=new\0"), positions.uncommitted().get(TP));
+    }
+
+    @Test
+    void aPartitionAReaderAlreadyReadFromTheNewTopicsStartIsNotReadFromItsStartAgain() {
+        for (boolean idSeenFirst : new boolean[] {true, false}) {
+            Positions positions = new Positions();
+            long first = positions.incarnations(List.of(TP)).get(TP);
+            positions.topicIds(Map.of("orders", "old"));
+            positions.acknowledged(TP, first, 500);
+            positions.deleted(Set.of("orders"), 0);
+            if (idSeenFirst) {  // the owner sees the new id before the batch ends...
+                positions.topicIds(Map.of("orders", "new"));
+            }
+            positions.readFromStart(List.of(TP));  // ...in which a reader found it recreated and read it from its start
+            positions.topicIds(Map.of("orders", "new"));
+            assertEquals(Set.of(), positions.takeRewound(List.of(TP)), "id seen first: " + idSeenFirst);
+            assertTrue(positions.incarnations(List.of(TP)).get(TP) > first);
+        }
     }
 }
