@@ -123,7 +123,7 @@ class Metrics:
         self.lag.labels(flow).set(0)
         self.last_commit.labels(flow)
         self.cycle.labels(flow).set(0)
-        for kind in ("delivery", "timeout", "lapsed", "deleted", "query", "commit", "lag", "progress"):
+        for kind in ("delivery", "timeout", "lapsed", "deleted", "executor", "query", "commit", "lag", "progress"):
             self.errors.labels(flow, kind)
 
     def set_totals(self, topics: dict[str, dict], latency: dict) -> None:

@@ -54,9 +54,10 @@ def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "false",  # streaming queries never use it; each start would warn
         **user,
         "spark.plugins": plugins,
-        # exactly once: a failed task fails the query, whose next start resumes from the target's transactions
-        # (a retried task would copy again what the failed one committed; docs/decisions.md §12)
-        **({"spark.task.maxFailures": "1", "spark.speculation": "false"} if settings.delivery == EXACTLY_ONCE else {}),
+        # exactly once: a task attempt skips what an earlier attempt of its stream committed, so Spark may run a task
+        # again (spark.task.maxFailures is Spark's or the [spark] section's), but never two attempts of it at once,
+        # each fencing the other's producer (docs/decisions.md §12)
+        **({"spark.speculation": "false"} if settings.delivery == EXACTLY_ONCE else {}),
         # Spark's default misses kafka.sasl.jaas.config: mirrord's secret keys, and the operator's own regex
         "spark.redaction.regex": SECRET_KEY.pattern + (f"|(?:{own_regex})" if own_regex else ""),
     }
@@ -202,6 +203,8 @@ LAPSED = "io.mirrord.fencing.FencedError"  # a send refused: the lease lapsed (a
 OUT_OF_RANGE = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
 # exactly once: a transaction aborted (a record refused, the producer fenced): copied again from the target's positions
 TRANSACTION = "io.mirrord.sink.StreamTransactions$TransactionFailed"
+# Spark's reason for a task whose executor was lost (a TaskEndReason: only its name in the job's error message)
+EXECUTOR_LOST = "ExecutorLostFailure"
 
 
 def failure(query) -> tuple[str, str] | None:
@@ -211,7 +214,8 @@ def failure(query) -> tuple[str, str] | None:
     bounded by the lease: a broker's restart outlasts them), "lapsed" when a send was refused because the
     lease lapsed (the election could not be confirmed: an outage), "delivery" when a cause is another Kafka client
     exception (the target refused records), "transaction" when exactly-once mode's transaction could not commit
-    (it was aborted), else "query"; None while it runs."""
+    (it was aborted), "executor" when Spark lost the executor of a task more often than spark.task.maxFailures
+    allows (a node drained, a container preempted, a worker restarted), else "query"; None while it runs."""
     from py4j.java_gateway import is_instance_of
     from pyspark import SparkContext
 
@@ -233,6 +237,8 @@ def failure(query) -> tuple[str, str] | None:
             kind = "timeout"
         elif kind == "query" and is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
             kind = "delivery"
+        elif kind == "query" and EXECUTOR_LOST in str(cause.getMessage() or ""):
+            kind = "executor"
         root, cause = cause, cause.getCause()
         if cause is not None and cause.equals(root):
             break

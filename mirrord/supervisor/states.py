@@ -8,7 +8,7 @@ logs each change of phase once at INFO and exports it as `mirrord_state{flow,sta
     STARTING --elected, started--> MIRRORING <--a cluster away / back--> OUTAGE
     STARTING --not elected for STANDBY_AFTER--> STANDBY --elected, started--> MIRRORING
     no query, a cluster away --> WAITING --both answer--> (as STARTING)
-    a start or the query failed --> RETRYING --RESTART_BACKOFF (at once: records deleted)--> (as STARTING)
+    a start or the query failed --> RETRYING --RESTART_BACKOFF (at once: records deleted, executor lost)--> STARTING
     MIRRORING/OUTAGE --another host holds the flow--> FENCED (exit 75)
     any --stop--> STOPPING (exit 0); --JVM exited 75--> FENCED; --what a restart cannot fix--> FAILED
 """
@@ -278,8 +278,10 @@ def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action
     """What a failure means: restart past records deleted before they were read; from the checkpoint
     after an outage (a cluster away now or lately, a client that timed out waiting for one, or a send refused
     because the lease lapsed: the probe may not have seen the cluster go yet), or after a delivery failure
-    unless abort.on.send.failure; stop otherwise."""
+    unless abort.on.send.failure; at once after Spark lost a task's executor (on a cluster executors come and go);
+    stop otherwise."""
     done: list[Action] = [Do.FORGET, CountError(failed.kind)]
+    backoff = RESTART_BACKOFF
     if failed.kind == "deleted":  # the next start resumes past them, and reports them lost
         return replace(state, phase=Phase.RETRYING, retry_at=failed.now), done + [Log(logging.WARNING, (
             f"the source deleted records before mirrord read them; restarting past them: {failed.why}"))]
@@ -289,13 +291,16 @@ def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action
     elif failed.kind == "transaction":  # aborted: the next start copies its records again, once (decisions §12)
         said = Log(logging.WARNING, "a transaction could not commit and was aborted; the query restarts from the "
                    f"positions the target committed in {RESTART_BACKOFF:.0f}s: {failed.why}")
+    elif failed.kind == "executor":  # Spark replaces it; the start resumes where the lost tasks' work was committed
+        backoff = 0.0
+        said = Log(logging.WARNING, f"Spark lost the executor of a task; the query restarts now: {failed.why}")
     elif failed.abort_on_send_failure or failed.kind != "delivery":
         return replace(state, phase=Phase.FAILED), done + [Exit(MirrordError(f"streaming query failed: {failed.why}"))]
     else:
         said = Log(logging.ERROR, f"batch failed, retrying from the last committed batch in {RESTART_BACKOFF:.0f}s: "
                    f"{failed.why}")
     phase = Phase.WAITING if failed.away else Phase.RETRYING
-    return replace(state, phase=phase, retry_at=failed.now + RESTART_BACKOFF), done + [said]
+    return replace(state, phase=phase, retry_at=failed.now + backoff), done + [said]
 
 
 def _jvm_exited(state: State, status: int) -> tuple[State, list[Action]]:

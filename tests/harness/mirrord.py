@@ -151,8 +151,8 @@ class Mirrord:
 
     def jvm_pid(self) -> int | None:
         """Spark's JVM (a child of mirrord's in a session of its own), once started."""
-        return next((pid for pid in descendants(self.process.pid) if _command(pid).startswith("java")
-                     or "/java" in _command(pid).split(" ", 1)[0]), None)
+        return next((pid for pid in descendants(self.process.pid) if command_line(pid).startswith("java")
+                     or "/java" in command_line(pid).split(" ", 1)[0]), None)
 
     def _wait_group_gone(self, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
@@ -165,7 +165,7 @@ class Mirrord:
         os.killpg(self.process.pid, signal.SIGKILL)
 
 
-def _command(pid: int) -> str:
+def command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:

@@ -1,6 +1,7 @@
-"""A real Spark standalone cluster on loopback: one master and one worker, started with pyspark's own launcher.
+"""A real Spark standalone cluster on loopback: one master and one or more workers, started with pyspark's own
+launcher.
 
-Both run as ``<SPARK_HOME>/bin/spark-class org.apache.spark.deploy.{master.Master,worker.Worker}``,
+Each runs as ``<SPARK_HOME>/bin/spark-class org.apache.spark.deploy.{master.Master,worker.Worker}``,
 where SPARK_HOME is the pyspark package itself (pip's pyspark ships the launcher and the jars), each in
 a process group of its own, bound to 127.0.0.1 on ephemeral ports, with logs, work and local dirs and
 an empty SPARK_CONF_DIR under one temporary directory.
@@ -19,7 +20,11 @@ Usage::
     with SparkStandalone() as cluster:   # returns once the worker is ALIVE: ~4 s idle, 10-20 s on a busy machine
         spark = SparkSession.builder.master(cluster.url).config("spark.driver.host", "127.0.0.1") ...
         cluster.applications()           # the master's view: running and finished apps
-        cluster.executor_logs()          # each executor's stderr, from the worker's work dir
+        cluster.executor_logs()          # each executor's stderr, from the workers' work dirs
+
+    with SparkStandalone(workers=2, cores=1) as cluster:  # two workers of a core each
+        cluster.executors()              # the executor JVMs running now: {executor id: (worker, pid)}
+        cluster.kill_worker(0)           # a node lost: the worker and its executors, kill -9
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.harness.kafka import free_port
+from tests.harness.mirrord import command_line, descendants
 
 # PYTHONHOME that no interpreter can start with (Python fails at init: "No module named 'encodings'").
 NO_PYTHON_HOME = "/nonexistent/mirrord-executors-run-no-python"
@@ -61,26 +68,40 @@ def spark_home() -> Path:
     return home
 
 
+@dataclass
+class Worker:
+    """One worker of the cluster: its ports, its process (None once stopped), its work dir and log."""
+
+    index: int
+    port: int
+    web_port: int
+    dir: Path
+    log: Path
+    proc: subprocess.Popen | None = None
+
+
 class SparkStandalone:
-    """One Spark standalone master and one worker; `start()` returns once the worker is registered ALIVE.
+    """One Spark standalone master and `workers` workers of `cores` cores and `memory` each; `start()` returns once
+    every worker is registered ALIVE.
 
     `url` is the master URL for drivers (``spark://127.0.0.1:<port>``), `web_url` the master's web UI,
-    whose ``/json/`` the harness polls. `stop()` kills both process groups (the worker's executors too)
+    whose ``/json/`` the harness polls. `stop()` kills every process group (the workers' executors too)
     and removes the temporary directory unless `keep` is set.
     """
 
-    def __init__(self, workdir: Path | None = None, *, cores: int = 2, memory: str = "1g",
+    def __init__(self, workdir: Path | None = None, *, workers: int = 1, cores: int = 2, memory: str = "1g",
                  daemon_memory: str = "256m", keep: bool = False) -> None:
         self.home = spark_home()
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="mirrord-spark-"))
+        self.worker_count = workers
         self.cores = cores
         self.memory = memory
         self.daemon_memory = daemon_memory
         self.keep = keep
-        self.port = self.web_port = self.worker_port = self.worker_web_port = 0
+        self.port = self.web_port = 0
         self.master: subprocess.Popen | None = None
-        self.worker: subprocess.Popen | None = None
-        self.started_in: float | None = None  # seconds from launch to worker ALIVE
+        self.workers: list[Worker] = []
+        self.started_in: float | None = None  # seconds from launch to every worker ALIVE
 
     # -- addresses -----------------------------------------------------------------------------
     @property
@@ -92,21 +113,8 @@ class SparkStandalone:
         return f"http://127.0.0.1:{self.web_port}"
 
     @property
-    def worker_web_url(self) -> str:
-        return f"http://127.0.0.1:{self.worker_web_port}"
-
-    @property
     def master_log(self) -> Path:
         return self.workdir / "logs" / "master.log"
-
-    @property
-    def worker_log(self) -> Path:
-        return self.workdir / "logs" / "worker.log"
-
-    @property
-    def worker_dir(self) -> Path:
-        """Where the worker runs executors: ``app-*/<executor id>/{stdout,stderr}``."""
-        return self.workdir / "work"
 
     # -- lifecycle -----------------------------------------------------------------------------
     def __enter__(self) -> SparkStandalone:
@@ -120,27 +128,52 @@ class SparkStandalone:
         for d in ("logs", "conf", "work", "local", "tmp"):
             (self.workdir / d).mkdir(parents=True, exist_ok=True)
         self.port, self.web_port = free_port(), free_port()
-        self.worker_port, self.worker_web_port = free_port(), free_port()
+        self.workers = [Worker(i, free_port(), free_port(), self.workdir / "work" / f"worker-{i}",
+                               self.workdir / "logs" / f"worker-{i}.log") for i in range(self.worker_count)]
         try:
             self.master = self._launch("org.apache.spark.deploy.master.Master", self.master_log, self._master_env(),
                                        "--host", "127.0.0.1", "--port", str(self.port),
                                        "--webui-port", str(self.web_port))
-            self.worker = self._launch("org.apache.spark.deploy.worker.Worker", self.worker_log, self._worker_env(),
-                                       "--host", "127.0.0.1", "--port", str(self.worker_port),
-                                       "--webui-port", str(self.worker_web_port), "--cores", str(self.cores),
-                                       "--memory", self.memory, "--work-dir", str(self.worker_dir), self.url)
-            self._wait(lambda: self.alive_workers(), timeout, "the worker registered ALIVE with the master")
+            for worker in self.workers:
+                self.start_worker(worker.index, wait=False)
+            self._wait(lambda: len(self.alive_workers()) == len(self.workers), timeout,
+                       f"{len(self.workers)} workers registered ALIVE with the master")
         except BaseException:
             self.stop()
             raise
         self.started_in = time.monotonic() - started
         return self
 
+    def start_worker(self, index: int, wait: bool = True, timeout: float = 120) -> None:
+        """Starts worker `index` (again, after kill_worker); with `wait`, returns once the master lists it ALIVE."""
+        worker = self.workers[index]
+        worker.dir.mkdir(parents=True, exist_ok=True)
+        worker.proc = self._launch("org.apache.spark.deploy.worker.Worker", worker.log, self._worker_env(worker),
+                                   "--host", "127.0.0.1", "--port", str(worker.port),
+                                   "--webui-port", str(worker.web_port), "--cores", str(self.cores),
+                                   "--memory", self.memory, "--work-dir", str(worker.dir), self.url)
+        if wait:
+            self._wait(lambda: any(w.get("port") == worker.port for w in self.alive_workers()), timeout,
+                       f"worker {index} registered ALIVE with the master")
+
+    def kill_worker(self, index: int) -> None:
+        """A node lost: kill -9 to worker `index`'s process group, the worker and its executors at once; returns
+        once they are gone. The master sees the worker's connection close and tells the driver its executors
+        are lost."""
+        worker = self.workers[index]
+        proc, worker.proc = worker.proc, None
+        if proc is not None:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait(30)
+            _wait_group_gone(proc.pid, 30)
+
     def stop(self, timeout: float = 30) -> None:
-        """SIGTERM to each process group (worker first: it kills its executors), SIGKILL after `timeout`."""
-        for attr in ("worker", "master"):
-            proc = getattr(self, attr)
-            setattr(self, attr, None)
+        """SIGTERM to each process group (workers first: they kill their executors), SIGKILL after `timeout`."""
+        procs = [w.proc for w in self.workers] + [self.master]
+        for w in self.workers:
+            w.proc = None
+        self.master = None
+        for proc in procs:
             if proc is None:
                 continue
             _signal_group(proc, signal.SIGTERM)
@@ -172,18 +205,29 @@ class SparkStandalone:
         return [*state.get("activeapps", []), *state.get("completedapps", [])]
 
     def executor_logs(self, tail: int | None = 4000) -> str:
-        """The stderr of every executor the worker ran (the last `tail` characters of each, or all):
-        where an executor's failure is explained."""
+        """The stderr of every executor the workers ran (the last `tail` characters of each, or all):
+        where an executor's failure is explained. A worker runs them in ``app-*/<executor id>/`` of its dir."""
         parts = []
-        for path in sorted(self.worker_dir.glob("app-*/*/stderr")):
+        for path in sorted((self.workdir / "work").glob("worker-*/app-*/*/stderr")):
             text = path.read_text(errors="replace")
             parts.append(f"==> {path} <==\n{text[-tail:] if tail else text}")
         return "\n".join(parts)
 
+    def executors(self) -> dict[str, tuple[int, int]]:
+        """The executor JVMs running now, by Spark's executor id: (worker index, pid) of each of the workers'
+        children that runs CoarseGrainedExecutorBackend."""
+        found = {}
+        for worker in self.workers:
+            for pid in descendants(worker.proc.pid) if worker.proc is not None else []:
+                args = command_line(pid).split()
+                if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in args and "--executor-id" in args:
+                    found[args[args.index("--executor-id") + 1]] = (worker.index, pid)
+        return found
+
     def logs(self) -> str:
-        """The tails of the master's and the worker's logs, for failure messages."""
+        """The tails of the master's and the workers' logs, for failure messages."""
         out = []
-        for path in (self.master_log, self.worker_log):
+        for path in (self.master_log, *(w.log for w in self.workers)):
             text = path.read_text(errors="replace")[-3000:] if path.exists() else "(none)"
             out.append(f"==> {path} <==\n{text}")
         return "\n".join(out)
@@ -207,7 +251,7 @@ class SparkStandalone:
     def _master_env(self) -> dict[str, str]:
         return self._base_env()
 
-    def _worker_env(self) -> dict[str, str]:
+    def _worker_env(self, worker: Worker) -> dict[str, str]:
         """The worker's, hence every executor's, environment: JVM only, no way to start a Python."""
         env = {k: v for k, v in self._base_env().items() if k not in PYTHON_VARIABLES}
         venv = sys.prefix if sys.prefix != sys.base_prefix else None
@@ -216,7 +260,7 @@ class SparkStandalone:
                                       if p and p not in venvs)
         env["PYSPARK_PYTHON"] = "/bin/false"
         env["PYTHONHOME"] = NO_PYTHON_HOME
-        env["SPARK_WORKER_DIR"] = str(self.worker_dir)
+        env["SPARK_WORKER_DIR"] = str(worker.dir)
         return env
 
     def _launch(self, main: str, log: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
@@ -229,7 +273,7 @@ class SparkStandalone:
     def _wait(self, condition, timeout: float, what: str, interval: float = 0.2):
         deadline = time.monotonic() + timeout
         while True:
-            for name, proc in (("master", self.master), ("worker", self.worker)):
+            for name, proc in (("master", self.master), *((f"worker {w.index}", w.proc) for w in self.workers)):
                 if proc is not None and proc.poll() is not None:
                     raise SparkClusterError(f"the Spark {name} exited with {proc.returncode} while waiting for "
                                             f"{what}:\n{self.logs()}")
@@ -261,3 +305,4 @@ def _wait_group_gone(pgid: int, timeout: float) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+

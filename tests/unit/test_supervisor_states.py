@@ -295,6 +295,20 @@ def test_an_aborted_transaction_restarts_from_the_targets_positions_whatever_abo
             f"committed in 5s: {WHY}"))])
 
 
+@pytest.mark.parametrize("abort", [False, True])
+def test_a_lost_executor_restarts_the_query_at_once_never_the_daemon(abort):
+    # a cluster's executors come and go: Spark lost a task's executor more often than spark.task.maxFailures allows
+    why = ("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 1.0 failed 1 times, "
+           "most recent failure: Lost task 0.0 in stage 1.0 (TID 1) (127.0.0.1 executor 1): ExecutorLostFailure "
+           "(executor 1 exited caused by one of the running tasks) Reason: Command exited with code 137")
+    assert step(MIRRORING, QueryFailed(NOW, "executor", why, abort_on_send_failure=abort)) == (
+        State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW),
+        [Do.FORGET, CountError("executor"), Log(logging.WARNING, (
+            f"Spark lost the executor of a task; the query restarts now: {why}"))])
+    state, _ = step(MIRRORING, QueryFailed(NOW, "executor", why, away=True))
+    assert (state.phase, state.retry_at) == (Phase.WAITING, NOW + RESTART_BACKOFF), "an outage comes first"
+
+
 def test_any_other_failure_while_both_answer_fails():
     assert step(MIRRORING, QueryFailed(NOW, "query", "java.lang.IllegalStateException: boom")) == (
         replace_phase(MIRRORING, Phase.FAILED), [Do.FORGET, CountError("query"), Exit(MirrordError(

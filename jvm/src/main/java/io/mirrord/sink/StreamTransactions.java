@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
@@ -27,8 +28,9 @@ import org.slf4j.LoggerFactory;
 /**
  * One stream's transactions on the target (docs/decisions.md §12, exactly once): a transactional producer
  * whose id belongs to the stream, and in each transaction the records copied, the source positions they
- * reach ({@value #POSITION_FORMAT} in the flow's positions topic, keyed {@code topic:partition}) and the
- * offset syncs that pair them. A transaction is committed once it is {@code intervalMs} old (by the
+ * reach (in the flow's positions topic: {@link CommittedPositions}) and the offset syncs that pair them. Its
+ * {@code initTransactions} fences the stream's earlier producers, then it reads the positions they committed
+ * ({@link #earlier}): a task run again from its batch's start skips what they copied. A transaction is committed once it is {@code intervalMs} old (by the
  * stream's task or by a timer while the task waits for records), and at the end of each Spark task. Only
  * a committed transaction counts: the records' metrics and the acknowledged positions (which the
  * positions' owner commits to the source group for the lag tools) move at commit.
@@ -39,7 +41,6 @@ import org.slf4j.LoggerFactory;
  */
 final class StreamTransactions implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(StreamTransactions.class);
-    static final String POSITION_FORMAT = "{\"offset\":<next offset>,\"topicId\":\"<the source topic's id>\"}";
     private final Producer<byte[], byte[]> producer;
     final String id;
     private final String positionsTopic;
@@ -47,6 +48,8 @@ final class StreamTransactions implements AutoCloseable {
     private final long intervalMs;
     private final Stats stats;
     private final LongSupplier clock;
+    /** What the stream's earlier owners committed; the task's thread only (handed over with this object). */
+    final CommittedPositions earlier;
     private final Map<TopicPartition, Pending> pending = new LinkedHashMap<>();  // in the open transaction
     private final Map<TopicPartition, Source> sources = new HashMap<>();
     private boolean open;
@@ -55,8 +58,10 @@ final class StreamTransactions implements AutoCloseable {
     private boolean closed;
     private long committed;  // transactions committed, for tests and the log
 
+    /** {@code committed}: reads the positions the stream's earlier owners committed, once they are fenced. */
     StreamTransactions(Producer<byte[], byte[]> producer, String id, String positionsTopic, String syncsTopic,
-                       long offsetLagMax, long intervalMs, Stats stats, LongSupplier clock) {
+                       long offsetLagMax, long intervalMs, Stats stats, LongSupplier clock,
+                       Supplier<CommittedPositions> committed) {
         this.producer = producer;
         this.id = id;
         this.positionsTopic = positionsTopic;
@@ -71,6 +76,7 @@ final class StreamTransactions implements AutoCloseable {
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
             throw fenced(e);
         }
+        this.earlier = committed.get();  // only now: no earlier producer of the stream can commit any more
     }
 
     /** One record of {@code source} at {@code sourceOffset}, sent in the open transaction (begun if none is). */
@@ -144,8 +150,8 @@ final class StreamTransactions implements AutoCloseable {
                 syncs.sendQueued();
             }
             for (Pending p : pending.values()) {
-                producer.send(new ProducerRecord<>(positionsTopic, null, positionKey(p.source.tp),
-                        positionValue(p.next, p.topicId)));
+                producer.send(new ProducerRecord<>(positionsTopic, null, CommittedPositions.key(p.source.tp),
+                        CommittedPositions.value(p.next, p.topicId)));
             }
             HoldPoint.reach("commit");
             producer.commitTransaction();
@@ -218,20 +224,6 @@ final class StreamTransactions implements AutoCloseable {
             stats.release(s.tally);
         }
         producer.close(Duration.ofSeconds(5));
-    }
-
-    static byte[] positionKey(TopicPartition tp) {
-        return (tp.topic() + ":" + tp.partition()).getBytes(StandardCharsets.UTF_8);
-    }
-
-    /**
-     * A position as committed: the next offset and the id of the source topic it is an offset of, so that a
-     * start after the topic was recreated (and refilled past it) reads the new topic from its start.
-     */
-    static byte[] positionValue(long next, String topicId) {
-        String value = topicId == null ? "{\"offset\":" + next + "}"
-                : "{\"offset\":" + next + ",\"topicId\":\"" + topicId + "\"}";
-        return value.getBytes(StandardCharsets.UTF_8);
     }
 
     private void begin() {

@@ -32,7 +32,7 @@ public class StreamTransactionsTest {
 
     StreamTransactions transactions(MockProducer<byte[], byte[]> producer) {
         return new StreamTransactions(producer, "mirrord-default-source-0", POSITIONS, SYNCS, 100, 100, stats,
-                clock::get);
+                clock::get, CommittedPositions::none);
     }
 
     static MockProducer<byte[], byte[]> producer(boolean autoComplete) {
