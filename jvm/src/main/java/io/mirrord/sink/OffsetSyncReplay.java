@@ -17,7 +17,7 @@ import org.apache.kafka.common.TopicPartition;
 
 /**
  * Replays histories of acknowledgements through the real {@link OffsetSyncWriter} (its
- * {@link OffsetSyncWriter.PartitionState} rules) and prints the syncs each writer emitted, so that a test
+ * {@link SyncRuns} rules) and prints the syncs each writer emitted, so that a test
  * outside the JVM (tests/unit/test_offsets_property.py) checks translation on the syncs mirrord really
  * writes, not on a copy of its rules. Many histories per run, one JVM: a history is a few lines on stdin,
  * its syncs one line on stdout.
@@ -131,7 +131,7 @@ public final class OffsetSyncReplay {
     }
 
     private static void take(String name, OffsetSyncWriter writer, List<String> emitted) {
-        for (OffsetSyncWriter.Sync sync : writer.takeQueued()) {
+        for (OffsetSync sync : writer.takeQueued()) {
             String earlier = joined(sync.earlier());
             emitted.add(name + ":" + sync.upstream() + ":" + sync.downstream() + ":" + sync.runStart() + ":" + earlier
                     + ":" + (sync.targetTopicId() == null ? "" : sync.targetTopicId()) + ":" + joined(sync.before()));

@@ -19,7 +19,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 final class Pairing {
     final String target;
     final Stats.Tally tally;
-    private final OffsetSyncWriter.PartitionState state;  // null: no offset syncs
+    private final SyncRuns state;  // null: no offset syncs
     private final AtomicLong incarnation;  // the source partition's, as its reader set it (docs/decisions.md §10)
     private long[] inFlight = new long[64];  // a ring: head is the oldest
     private long[] incarnations = new long[64];  // the incarnation each record in flight was read in
@@ -31,7 +31,7 @@ final class Pairing {
     private long stoppedIn;  // the incarnation it was read in
     private int stale;  // the oldest records in flight, sent before the query sent from stoppedAt again
 
-    Pairing(String target, Stats.Tally tally, OffsetSyncWriter.PartitionState state, AtomicLong incarnation) {
+    Pairing(String target, Stats.Tally tally, SyncRuns state, AtomicLong incarnation) {
         this.target = target;
         this.tally = tally;
         this.state = state;

@@ -260,7 +260,7 @@ final class StreamTransactions implements AutoCloseable {
         final Stats.Tally tally;
         final AtomicLong incarnation;
         final AtomicReference<String> topicId;
-        final OffsetSyncWriter.PartitionState syncState;
+        final SyncRuns syncState;
 
         Source(TopicPartition tp, String target) {
             this.tp = tp;

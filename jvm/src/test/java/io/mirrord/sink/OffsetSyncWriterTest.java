@@ -203,7 +203,7 @@ public class OffsetSyncWriterTest {
     @Test
     void recordIsMirrorMaker2sOffsetSyncWithTheRunStartHeader() {
         ProducerRecord<byte[], byte[]> record =
-                new OffsetSyncWriter.Sync(ORDERS, 0x0102L, 0x0304L, 0x0a0bL).toRecord(SYNCS, 0x0c0dL);
+                new OffsetSync(ORDERS, 0x0102L, 0x0304L, 0x0a0bL).toRecord(SYNCS, 0x0c0dL);
         HexFormat hex = HexFormat.of();
         // STRING "orders" (INT16 length 6 + UTF-8), INT32 3: MirrorMaker 2's key; INT64 the writer's id
         assertEquals("0006" + "6f7264657273" + "00000003" + "0000000000000c0d", hex.formatHex(record.key()));
@@ -246,7 +246,7 @@ public class OffsetSyncWriterTest {
         second.sendQueued();
         byte[] a = producer.history().get(0).key();
         byte[] b = other.history().get(0).key();
-        byte[] mm2 = new OffsetSyncWriter.Sync(ORDERS, 0, 0, 0).key();
+        byte[] mm2 = new OffsetSync(ORDERS, 0, 0, 0).key();
         assertArrayEquals(mm2, java.util.Arrays.copyOf(a, mm2.length));
         assertArrayEquals(mm2, java.util.Arrays.copyOf(b, mm2.length));
         assertFalse(java.util.Arrays.equals(a, b));
@@ -254,7 +254,7 @@ public class OffsetSyncWriterTest {
 
     @Test
     void nonAsciiTopicLengthIsInBytes() {
-        byte[] key = new OffsetSyncWriter.Sync(new TopicPartition("é", 0), 0, 0, 0).key();
+        byte[] key = new OffsetSync(new TopicPartition("é", 0), 0, 0, 0).key();
         assertEquals("0002c3a900000000", HexFormat.of().formatHex(key));
     }
 
