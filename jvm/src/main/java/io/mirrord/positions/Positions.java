@@ -46,6 +46,7 @@ public final class Positions {
         String topicId;  // null: not known yet
         boolean rewound;  // the topic's id changed: the next batch reads the partition from its start
         long deletedAt = -1;  // when the topic was seen deleted (nothing committed while it is); -1: it exists
+        boolean adopting;  // read from its start: the topic's next id is this reading's, and nothing is committed before
     }
 
     private Entry entry(TopicPartition tp) {
@@ -101,7 +102,7 @@ public final class Positions {
             if (id == null) {
                 return;
             }
-            if (e.topicId != null && !e.topicId.equals(id)) {
+            if (e.topicId != null && !e.topicId.equals(id) && !e.adopting) {
                 e.incarnation++;
                 e.next = -1;
                 e.committed = -1;
@@ -111,6 +112,7 @@ public final class Positions {
             }
             e.topicId = id;
             e.deletedAt = -1;
+            e.adopting = false;
         });
     }
 
@@ -119,7 +121,8 @@ public final class Positions {
      * partitions, partitions planned again from their start, partitions a reader found recreated under it and
      * read again from its start): a new incarnation with its position unknown until a batch planned in it is
      * acknowledged, and the topic's next id is taken as theirs, not as a recreation (which would read them from
-     * their start once more).
+     * their start once more); nothing is committed for them before that id is known, so every commit names the
+     * incarnation it is a position in (a resume trusts a commit without an id only where it is ahead).
      */
     public synchronized void readFromStart(Collection<TopicPartition> partitions) {
         for (TopicPartition tp : partitions) {
@@ -127,7 +130,7 @@ public final class Positions {
             e.incarnation++;
             e.next = -1;
             e.committed = -1;
-            e.topicId = null;
+            e.adopting = true;
             e.rewound = false;
             e.deletedAt = -1;
         }
@@ -198,7 +201,7 @@ public final class Positions {
     private Map<TopicPartition, OffsetAndMetadata> known(boolean all) {
         Map<TopicPartition, OffsetAndMetadata> chosen = new HashMap<>();
         entries.forEach((tp, e) -> {
-            if (e.next >= 0 && (all || e.next != e.committed) && e.deletedAt < 0) {
+            if (e.next >= 0 && (all || e.next != e.committed) && e.deletedAt < 0 && !e.adopting) {
                 chosen.put(tp, new OffsetAndMetadata(e.next, e.topicId == null ? "" : METADATA_PREFIX + e.topicId + "\0"));
             }
         });

@@ -105,8 +105,9 @@ class PositionsTest {
         assertEquals(Set.of(TP), positions.takeRewound(List.of(TP)));
         positions.readFromStart(List.of(TP));  // the next batch plans it from its start
         long second = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, second, 500);  // as far as the old one was committed: committed again, new id...
+        assertTrue(positions.uncommitted().isEmpty());  // ...once the owner asked the id of what it reads now
         positions.topicIds(Map.of("orders", "new"));
-        positions.acknowledged(TP, second, 500);  // as far as the old one was committed: committed again, new id
         assertEquals(new OffsetAndMetadata(500, "mirrord topic-id=new\0"), positions.uncommitted().get(TP));
     }
 
