@@ -1,15 +1,19 @@
 """Who a flow is on the target: one identity, every name the flow owns there derived from it (docs/decisions.md §6).
 
-A flow is its name (`flow`) together with the id of the source cluster it copies (Kafka's `clusterId`, which
-the cluster chose at its creation and no other cluster shares). The hosts of one flow agree on both; two regions
-aggregated into one target from one template (the same `flow`, `group.id` and aliases) differ in the cluster id,
-so they never stand each other by, fence each other's producers or resume from each other's positions. A new
-flow with its own name never sees another flow's names, on the same source or not.
+A flow is its name (`flow`), the id of the source cluster it copies (Kafka's `clusterId`, which the cluster
+chose at its creation and no other cluster shares) and the consumer group it commits its positions to there
+(`group.id`, as a short hash: the names stay short and legal whatever the group's name). The hosts of one flow
+agree on all three (they must share the group to resume from each other's positions). Two regions aggregated
+into one target from one template (the same `flow`, `group.id` and aliases) differ in the cluster id; two flows
+of one source with the packaged name `default` differ in their groups (as they did when the election was keyed
+by `group.id` alone); so they never stand each other by, fence each other's producers or resume from each
+other's positions.
 
-The names: the election (`mirrord-leader.<flow>.<cluster id>`, its topic with `.internal`), the transactional
-ids (`mirrord.<flow>.<cluster id>-<stream>`) and the committed positions (`mirrord-positions.<flow>.<cluster
-id>.internal`). A cluster id is base64url (letters, digits, `-`, `_`): never a `.`, so the flow's name (which
-may hold `.` and `-`) and the cluster id cannot run together: two identities never spell one name.
+The names, `<key>` being `<flow>.<cluster id>.<group hash>`: the election (`mirrord-leader.<key>`, its topic with
+`.internal`), the transactional ids (`mirrord.<key>-<stream>`) and the committed positions
+(`mirrord-positions.<key>.internal`). A cluster id is base64url (letters, digits, `-`, `_`) and the hash hex:
+never a `.`, so the flow's name (which may hold `.` and `-`) cannot run into them: two identities never spell
+one name.
 
 The names of the release before (`Legacy`) are kept only to upgrade in place: a host waits while hosts of the
 old release hold the old election, and a flow adopts the positions it committed under the old names.
@@ -17,27 +21,34 @@ old release hold the old election, and a flow adopts the positions it committed 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from dataclasses import dataclass
 
 MAX_TOPIC = 249  # Kafka's longest topic name
+GROUP_HASH = 10  # hex digits of the group.id's hash in the flow's names
 
 
 @dataclass(frozen=True)
 class FlowIdentity:
     flow: str
     cluster_id: str  # the source cluster's
+    group_id: str  # the source group the flow commits its positions to
 
     @classmethod
-    def of(cls, flow: str, cluster_id: str) -> FlowIdentity:
-        """The identity of flow `flow` copying the cluster `cluster_id` (anything but base64url made `_`, so that
-        it never holds a `.`)."""
-        return cls(flow, re.sub(r"[^A-Za-z0-9_-]", "_", cluster_id))
+    def of(cls, flow: str, cluster_id: str, group_id: str) -> FlowIdentity:
+        """The identity of flow `flow` copying the cluster `cluster_id` under `group_id` (anything but base64url
+        in the cluster id made `_`, so that it never holds a `.`)."""
+        return cls(flow, re.sub(r"[^A-Za-z0-9_-]", "_", cluster_id), group_id)
+
+    @property
+    def group_hash(self) -> str:
+        return hashlib.sha256(self.group_id.encode()).hexdigest()[:GROUP_HASH]
 
     @property
     def key(self) -> str:
-        return f"{self.flow}.{self.cluster_id}"
+        return f"{self.flow}.{self.cluster_id}.{self.group_hash}"
 
     @property
     def election_group(self) -> str:
@@ -65,7 +76,7 @@ class FlowIdentity:
         return f"mirrord.{self.key}.{uuid.uuid4().hex[:12]}"
 
     def __str__(self) -> str:
-        return f"flow {self.flow} of source cluster {self.cluster_id}"
+        return f"flow {self.flow} of source cluster {self.cluster_id}, group.id {self.group_id}"
 
 
 @dataclass(frozen=True)

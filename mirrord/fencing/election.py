@@ -282,7 +282,7 @@ class Election:
                     f"{Legacy(self.settings.group_id, '', '').election_group}")
         if self.leadership is None:
             return f"another host mirrors flow {self.settings.flow}"
-        return f"another host mirrors {self.leadership.identity} (group {self.leadership.group})"
+        return f"another host mirrors {self.leadership.identity} (election group {self.leadership.group})"
 
     def handed_over(self, target_up: bool) -> bool:
         """Whether another host holds the flow now (this one lost it while mirroring). While the target

@@ -68,7 +68,7 @@ def build(flow: Flow, metrics: Metrics, stop: threading.Event, spark_started: Ca
     enter_work_dir(s.state_dir)
     source = admin.Cluster("source", flow.source_admin)
     target = admin.Cluster("target", flow.target_admin)
-    identity = FlowIdentities(s.flow, source)
+    identity = FlowIdentities(s.flow, s.group_id, source)
     election = Election(s, target, identity=identity)
     positions = Positions(source, s.group_id, metrics)
     translation = checkpoints.GroupTranslation(source, target, flow.offset_syncs_topic,
@@ -94,16 +94,17 @@ def build(flow: Flow, metrics: Metrics, stop: threading.Event, spark_started: Ca
 
 class FlowIdentities:
     """The flow's identity (mirrord/identity.py), asked of the source once it answers, then kept: the flow's
-    name is not reloadable, and a source cluster keeps its id for life."""
+    name and group.id are not reloadable, and a source cluster keeps its id for life."""
 
-    def __init__(self, flow: str, source: admin.Cluster):
+    def __init__(self, flow: str, group_id: str, source: admin.Cluster):
         self.flow = flow
+        self.group_id = group_id
         self.source = source
         self._identity: FlowIdentity | None = None
 
     def __call__(self) -> FlowIdentity:
         if self._identity is None:
-            self._identity = FlowIdentity.of(self.flow, self.source.cluster_id())
+            self._identity = FlowIdentity.of(self.flow, self.source.cluster_id(), self.group_id)
             log.info("this flow is %s", self._identity)
         return self._identity
 

@@ -114,7 +114,8 @@ def test_a_host_frozen_mid_transaction_is_fenced_by_the_broker_when_the_layout_c
         second.start().wait_ready()
         second.wait_logged("fenced the earlier producers of this flow on the target: mirrord.test.", 30)
         ids = re.search(r"fenced the earlier producers of this flow on the target: (.*)", second.output()).group(1)
-        assert re.fullmatch(r"mirrord\.test\.[\w-]{22}-0, mirrord\.test\.[\w-]{22}-1", ids), ids
+        one = r"mirrord\.test\.[\w-]{22}\.[0-9a-f]{10}-"  # flow, source cluster, group.id's hash, stream
+        assert re.fullmatch(f"{one}0, {one}1", ids), ids
         floor = count(target.bootstrap, topic)
         wait_until(lambda: count(target.bootstrap, topic) > floor + RATE, 120, "the second host copying")
         assert second.stop() == 0

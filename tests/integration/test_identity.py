@@ -96,9 +96,10 @@ def test_two_regions_from_one_template_both_copy_everything(kafka_pair, region, 
             assert "another host mirrors" not in daemon.output()
             assert "was fenced" not in daemon.output() and "ProducerFenced" not in daemon.output(), \
                 daemon.output()[-3000:]
-        eu, uk = (re.search(r"this flow is (.*)", d.output()).group(1) for d in daemons.values())
-        assert eu == f"flow test of source cluster {cluster_id(source.bootstrap)}"
-        assert uk == f"flow test of source cluster {cluster_id(region.bootstrap)}"
+        for name, daemon in daemons.items():
+            group = "mirrormaker" if same_group else f"mm-{name}-{tag}"
+            assert re.search(r"this flow is (.*)", daemon.output()).group(1) == \
+                f"flow test of source cluster {cluster_id(clusters[name].bootstrap)}, group.id {group}"
     finally:
         for t in trickles:
             t.stop()
@@ -195,7 +196,7 @@ def test_a_positions_topic_of_another_shape_is_refused_in_one_line(kafka_pair, t
     source, target = kafka_pair
     topic, flow = unique("shape"), "shape" + uuid.uuid4().hex[:6]
     create_topic(source.bootstrap, topic, 1)
-    positions = FlowIdentity.of(flow, cluster_id(source.bootstrap)).positions_topic
+    positions = FlowIdentity.of(flow, cluster_id(source.bootstrap), topic).positions_topic
     create_topic(target.bootstrap, positions, 3, {"cleanup.policy": "compact"})
     d = Mirrord(write_flow(tmp_path / "shape", source.bootstrap, target.bootstrap, topic, group=topic,
                            conf={**EOS, "flow": flow}))

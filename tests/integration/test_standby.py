@@ -35,7 +35,7 @@ def test_two_hosts_of_one_flow_copy_once_and_a_standby_takes_over_when_the_activ
         trickle.start()
         wait_until(lambda: count(target.bootstrap, topic) >= 4000, 120, "records flowing")
         assert "mirroring " not in second.output()
-        second.wait_logged("standby: another host mirrors flow test; ", 30)  # its STATUS, logged every 10 s
+        second.wait_logged("standby: another host mirrors flow test of source cluster ", 30)  # its STATUS, every 10 s
         assert metric_value(first.metrics(), "mirrord_active") == 1
         assert metric_value(second.metrics(), "mirrord_active") == 0
         assert duplicates_so_far(source.bootstrap, target.bootstrap, topic) == 0, "both hosts copied"
