@@ -158,6 +158,7 @@ class OffsetSyncStore:
         # by partition and target incarnation (never merged across incarnations), by source offset
         self._syncs: dict[tuple[str, int, str | None], list[OffsetSync]] = {}
         self._runs: dict[tuple[str, int, str | None], dict[tuple[int, int], OffsetSync]] = {}  # the same, by run
+        self._incarnations: dict[tuple[str, int], set[str | None]] = {}  # the target incarnations each partition has
 
     def add(self, sync: OffsetSync) -> None:
         """A sync as read, with the earlier runs its writer sent along with it (into the same target topic), and
@@ -170,6 +171,7 @@ class OffsetSyncStore:
 
     def _add(self, sync: OffsetSync) -> None:
         tp = (sync.topic, sync.partition, sync.target_id)
+        self._incarnations.setdefault(tp[:2], set()).add(sync.target_id)
         syncs, runs = self._syncs.setdefault(tp, []), self._runs.setdefault(tp, {})
         self._insert(syncs, runs, sync)
         while len(syncs) > self._max:
@@ -190,21 +192,18 @@ class OffsetSyncStore:
         runs[run] = sync
         bisect.insort(syncs, sync, key=lambda s: s.upstream)
 
-    def syncs(self, topic: str, partition: int, target_id: str | None = None, end: int | None = None
-              ) -> list[OffsetSync]:
-        """The syncs held of a partition below `end` (the target partition's end now; None: unknown) that name
-        `target_id` (the target topic's id now; None: any) or none: those that describe the topic as it is."""
-        return [s for s in self._held(topic, partition, end) if target_id is None or s.target_id in (None, target_id)]
-
-    def _held(self, topic: str, partition: int, end: int | None) -> list[OffsetSync]:
-        return sorted((s for (t, p, _), syncs in self._syncs.items() if (t, p) == (topic, partition) for s in syncs
-                       if end is None or s.downstream < end), key=lambda s: s.upstream)
+    def syncs(self, topic: str, partition: int, end: int | None = None) -> list[OffsetSync]:
+        """The syncs held of a partition, of every target incarnation, below `end` (the target partition's end
+        now; None: unknown), by source offset."""
+        return sorted((s for label in self._incarnations.get((topic, partition), ())
+                       for s in self._syncs[(topic, partition, label)] if end is None or s.downstream < end),
+                      key=lambda s: s.upstream)
 
     def translate(self, topic: str, partition: int, group_offset: int, target_id: str | None = None,
                   end: int | None = None) -> int | None:
         """Translation on the syncs that describe the target topic as it is; those naming an earlier incarnation
         of it may only lower the answer, and one past the partition's end is nobody's now."""
-        held = self._held(topic, partition, end)
+        held = self.syncs(topic, partition, end)
         if target_id is None:
             return translate(held, group_offset)
         now = [s for s in held if s.target_id in (None, target_id)]
