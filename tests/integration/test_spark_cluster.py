@@ -27,7 +27,7 @@ import pytest
 from tests.faults.test_exactly_once import assert_exactly_once
 from tests.harness.jvm import packaged_driver_options
 from tests.harness.kafka import free_port
-from tests.harness.mirrord import Mirrord, metric_value, write_flow
+from tests.harness.mirrord import EVERY_CASE, Mirrord, metric_value, write_flow
 from tests.harness.records import Trickle, count, create_topic, produce, wait_until
 from tests.harness.spark_cluster import NO_PYTHON_HOME, SparkStandalone
 from tests.integration.test_mirror import assert_same_records, varied_records
@@ -144,10 +144,9 @@ def test_a_flow_with_a_standalone_master_mirrors_every_field(kafka_pair, unique,
 RATE = 400  # records/s of the live stream
 RESUMED_WITHIN = 15.0  # seconds from a loss to records copied again
 # make test runs the cluster's default (one stream on two slots: real-time mode) in exactly-once mode, 2.5 minutes;
-# MIRRORD_CLUSTER_LOSSES=all the other cases too: micro-batch mode, at least once, and Spark giving up on the task
+# MIRRORD_EVERY_CASE=1 the other cases too: micro-batch mode, at least once, and Spark giving up on the task
 # at its first loss (spark.task.maxFailures = 1), which fails the query and the supervisor restarts it
-ALL_LOSSES = pytest.mark.skipif(os.environ.get("MIRRORD_CLUSTER_LOSSES") != "all",
-                                reason="MIRRORD_CLUSTER_LOSSES=all runs it")
+ALL_LOSSES = EVERY_CASE
 
 
 def running_tasks(ui: str) -> dict[str, int]:
