@@ -7,6 +7,7 @@ mirrord processes for the module: L→R and R→L (prefix policy, distinct alias
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 
 from mirrord.mm2 import heartbeats, offsets
 from mirrord.settings.policy import checkpoints_topic, offset_syncs_topic
@@ -300,3 +302,50 @@ def test_heartbeats_checkpoints_and_offset_syncs_decode_with_mirrormaker_2s_own_
     for at, beat in beats.items():
         assert theirs[at] == [beat.source_alias, beat.target_alias, str(beat.timestamp)], at
     assert {(t.L, t.R), (t.C, t.R)} <= {(b.source_alias, b.target_alias) for b in beats.values()}
+
+
+def test_translation_is_never_past_the_end_of_a_recreated_target_topic(topology):
+    """Issue 31, item 3: the target topic deleted and made again under a running mirrord. Translation and the
+    checkpoints rest on the new topic's syncs; the old topic's never put a group past the new topic's end, and
+    a checkpoint moves back to where the new topic holds the group's next record (docs/decisions.md §7)."""
+    t = topology
+    topic = f"{t.prefix}-recreated-target"
+    copy = f"{t.L}.{topic}"
+    create_topic(t.left.bootstrap, topic, 2)
+    produce(t.left.bootstrap, topic, numbered("old", 20))  # 10 per partition
+    wait_until(lambda: end_offsets(t.right.bootstrap, copy) == {0: 10, 1: 10}, 120, "the topic mirrored")
+    caught_up, behind = f"{t.prefix}-app-caught-up", f"{t.prefix}-app-behind"
+    commit_offsets(t.left.bootstrap, caught_up, topic, {0: 10, 1: 10})
+    commit_offsets(t.left.bootstrap, behind, topic, {0: 6, 1: 6})
+    wait_until(lambda: checkpoints(t, caught_up) == {(copy, 0): 10, (copy, 1): 10}, 60, "the first checkpoints",
+               interval=2)
+
+    admin = AdminClient({"bootstrap.servers": t.right.bootstrap})
+    admin.delete_topics([copy])[copy].result()
+    wait_until(lambda: topic_partitions(t.right.bootstrap, copy) == 0, 30, "the target topic gone")
+    create_topic(t.right.bootstrap, copy, 2)
+    produce(t.left.bootstrap, topic, numbered("new", 6))  # source 10-12 → the new target topic's 0-2
+    wait_until(lambda: end_offsets(t.right.bootstrap, copy) == {0: 3, 1: 3}, 120, "the new records mirrored")
+    commit_offsets(t.left.bootstrap, caught_up, topic, {0: 13, 1: 13})
+
+    # never past the new topic's end (3): the old topic's syncs put the group at 13 - 10 + 10 = 13; exact (3) once
+    # the writer has heard of the new topic's id, at least at the first new record's next offset (1) before
+    def moved_back() -> dict:
+        now = checkpoints(t, caught_up)
+        return now if set(now) == {(copy, 0), (copy, 1)} and all(1 <= o <= 3 for o in now.values()) else {}
+    with contextlib.suppress(AssertionError):
+        wait_until(moved_back, 60, "the checkpoints within the new topic", interval=2)
+    assert moved_back(), f"checkpoints {checkpoints(t, caught_up)}, the new topic ends at 3"
+    assert all(1 <= o <= 3 for o in translate(t.lr, caught_up).values()), translate(t.lr, caught_up)
+    # the behind group's next records (source 6-9) are only in the deleted topic: never a target offset past 0
+    assert all(o is None or o == 0 for o in translate(t.lr, behind).values()), translate(t.lr, behind)
+    assert all(o == 0 for o in checkpoints(t, behind).values()), checkpoints(t, behind)
+
+
+def checkpoints(t, group: str) -> dict[tuple[str, int], int]:
+    """(target topic, partition) → offset, as MirrorMaker 2's RemoteClusterUtils reads the checkpoints topic."""
+    done = subprocess.run([java(), "-cp", classpath(), str(ROOT / "tests" / "harness" / "TranslateOffsets.java"),
+                           t.right.bootstrap, t.L, group], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split("\t", 1)[0].split() for line in done.stdout.splitlines()]
+    return {(topic, int(partition)): int(offset) for topic, partition, offset in rows}
