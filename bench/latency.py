@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.shape import slots
 
 LATE_LOOK = 0.25  # seconds between the consumer's looks for late topics on the target
+CONSUME_BATCH = 10_000  # records the timing consumer takes at once from what librdkafka fetched
 HEAD = 33  # 20 digits of send time, 1 phase letter, 12 digits of sequence number
 PROBE, WARMUP, MEASURED, COOLDOWN = "P", "W", "M", "C"
 
@@ -204,9 +205,14 @@ def consume(bootstrap: str, topics: list[str], partitions: int, grace: float, la
     while True:
         while not found.empty():
             consumer.incremental_assign(found.get_nowait())
-        msg = consumer.poll(0.1)
+        # the first record waited for, then what the fetches already brought, in one call: consume() with a timeout
+        # would wait for a full batch, and a poll() a record cost the two cores the mirrors share a Python call each
+        first = consumer.poll(0.1)
+        batch = [first, *consumer.consume(CONSUME_BATCH, timeout=0)] if first is not None else []
         now = time.time_ns()
-        if msg is not None and not msg.error():
+        for msg in batch:
+            if msg.error():
+                continue
             sent_ns, phase, seq = decode(msg.value())
             topic = msg.topic()
             if topic in late and topic not in first_ns:
