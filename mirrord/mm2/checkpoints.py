@@ -300,26 +300,27 @@ class GroupTranslation:
 
     def retire(self) -> int:
         """Retires the keys of writers idle for `retirement.RETIRE_AFTER` (retirement.py): their partitions'
-        syncs as the store holds them, written as this process's, then their tombstones; returns 0 (a failure
-        raises)."""
+        syncs as the store holds them, written as this process's, then their tombstones; then the syncs again of
+        a partition whose retired key wrote before its tombstone. Returns 0 (a failure raises; the next round
+        takes up what is left)."""
         self._read()
         with self._lock:
             plan = retirement.retirable(self._keys.live, int(time.time() * 1000), self._own)
             written = self._summaries(plan)
             plan = {tp: keys for tp, keys in plan.items() if tp in written}
             self._keys.retiring.update(key for keys in plan.values() for key in keys)
-        if not plan:
-            return 0
-        self._send([record for records in written.values() for record in records])
-        self._send(retirement.tombstones(key for keys in plan.values() for key in keys))
-        self._read()  # to the tombstones: a retired key's sync written meanwhile is in the store now
+        if plan:
+            self._send([record for records in written.values() for record in records])
+            self._send(retirement.tombstones(key for keys in plan.values() for key in keys))
+            self._read()  # to the tombstones: a retired key's sync written meanwhile is in the store now
+            log.info("retired %d offset-sync keys of %d partitions in %s (their syncs now this host's)",
+                     sum(map(len, plan.values())), len(plan), self._syncs_topic)
         with self._lock:
-            again = self._summaries(sorted(self._keys.meanwhile))
-            self._keys.meanwhile.clear()
-            self._keys.retiring.clear()
+            meanwhile = set(self._keys.meanwhile)
+            again = self._summaries(sorted(meanwhile))
         self._send([record for records in again.values() for record in records])
-        log.info("retired %d offset-sync keys of %d partitions in %s (their syncs now this host's)",
-                 sum(map(len, plan.values())), len(plan), self._syncs_topic)
+        with self._lock:
+            self._keys.meanwhile -= meanwhile
         return 0
 
     def _summaries(self, partitions: Iterable[TP]) -> dict[TP, list[retirement.Record]]:

@@ -269,7 +269,7 @@ def bounds(last: dict[int, int], top: int, end: int) -> list[float]:
 
 @settings(max_examples=HISTORIES, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.binary(min_size=1024, max_size=1024))
+@given(st.binary(min_size=512, max_size=512))
 def test_translation_is_never_ahead_of_the_groups_true_position(replay, raw):
     c = Choices(raw)
     events, target, n, target_id = history(c)
