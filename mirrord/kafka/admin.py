@@ -338,10 +338,13 @@ class TopicReader:
         self.position = 0
 
     def decode(self, msg):
+        """The record for `add`; None: nothing to hand on (a tombstone)."""
         return msg
 
     def read_to_end(self, add: Callable[[object], None], timeout: float = TIMEOUT) -> int:
-        """Hand every record written since the last call, decoded, to `add`; returns how many were read."""
+        """Hand every record written since the last call, decoded, to `add`; returns how many were read. Fails
+        only once `timeout` passed with no record read: a long topic (hundreds of thousands of offset syncs, read
+        from offset 0 at a start) takes as long as it takes."""
         if self._consumer is None:
             # read_committed: in exactly-once mode the offset syncs are written in transactions, and an aborted
             # one's syncs name copies that were aborted (docs/decisions.md §12); its markers end the log
@@ -356,8 +359,11 @@ class TopicReader:
         while self.position < end:
             if time.monotonic() > deadline:
                 raise MirrordError(f"reading {self.topic} on the {self.cluster.name} cluster: at offset "
-                                   f"{self.position} of {end} after {timeout:.0f}s")
-            for msg in self._consumer.consume(10_000, timeout=1.0):
+                                   f"{self.position} of {end}, nothing read for {timeout:.0f}s")
+            batch = self._consumer.consume(10_000, timeout=1.0)
+            if any(not msg.error() for msg in batch):
+                deadline = time.monotonic() + timeout
+            for msg in batch:
                 if msg.error() and msg.error().code() == KafkaError._PARTITION_EOF:
                     self.position = max(self.position, msg.offset())  # past transaction markers: no record there
                     continue
@@ -365,11 +371,13 @@ class TopicReader:
                     raise MirrordError(f"reading {self.topic}: {msg.error().str()}")
                 self.position = msg.offset() + 1
                 try:
-                    add(self.decode(msg))
+                    record = self.decode(msg)
                 except (struct.error, UnicodeDecodeError, TypeError) as exc:
                     log.warning("%s offset %d: not a %s, skipped: %s", self.topic, msg.offset(), self.what, exc)
                     continue
-                read += 1
+                if record is not None:
+                    add(record)
+                    read += 1
         return read
 
     def close(self) -> None:

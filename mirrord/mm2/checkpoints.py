@@ -16,9 +16,11 @@ checkpoints, for mirrored topics only. One translation feeds three users:
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
@@ -31,7 +33,8 @@ from mirrord.kafka.admin import (
     ensure_internal_topic,
     ensure_offset_syncs_topic,
 )
-from mirrord.mm2.offsets import OffsetSyncsReader, OffsetSyncStore
+from mirrord.mm2 import retirement
+from mirrord.mm2.offsets import OffsetSyncsReader, OffsetSyncStore, writer_of
 from mirrord.settings.policy import Policy, selects
 from mirrord.settings.policy import checkpoints_topic as mm2_checkpoints_topic
 
@@ -253,8 +256,8 @@ def sync_group_offsets(source: Cluster, target: Cluster, topics: Mapping[str, in
 
 class GroupTranslation:
     """The flow's offset syncs, read back from the target before each round (so a standby or a host
-    whose state was lost translates as well as the host that wrote them), and the two periodic jobs
-    they feed: checkpoints and the target groups' offsets."""
+    whose state was lost translates as well as the host that wrote them), the two periodic jobs
+    they feed: checkpoints and the target groups' offsets, and the retirement of gone writers' keys."""
 
     def __init__(self, source: Cluster, target: Cluster, syncs_topic: str, checkpoints_topic: str):
         self.source, self.target = source, target
@@ -263,12 +266,16 @@ class GroupTranslation:
         self._lock = threading.Lock()
         self._reader: OffsetSyncsReader | None = None
         self._writer = CheckpointWriter(checkpoints_topic)
+        self._keys = retirement.SyncKeys()
+        self._retirer = os.urandom(8)  # names this process's syncs of what it retires
+        self._own: set[bytes] = set()
+        self._producer: Producer | None = None
 
     def prepare(self) -> None:
         """The offset-syncs topic on the target, before the query's interceptors write to it."""
         ensure_offset_syncs_topic(self.target, self._syncs_topic)
         if self._reader is None:
-            self._reader = OffsetSyncsReader(self.target, self._syncs_topic)
+            self._reader = OffsetSyncsReader(self.target, self._syncs_topic, self._keys.seen)
 
     @property
     def ready(self) -> bool:
@@ -290,3 +297,49 @@ class GroupTranslation:
         self._read()
         sync_group_offsets(self.source, self.target, topics, self.syncs, self._lock, policy, groups, exclude, own)
         return 0
+
+    def retire(self) -> int:
+        """Retires the keys of writers idle for `retirement.RETIRE_AFTER` (retirement.py): their partitions'
+        syncs as the store holds them, written as this process's, then their tombstones; then the syncs again of
+        a partition whose retired key wrote before its tombstone. Returns 0 (a failure raises; the next round
+        takes up what is left)."""
+        self._read()
+        with self._lock:
+            plan = retirement.retirable(self._keys.live, int(time.time() * 1000), self._own)
+            written = self._summaries(plan)
+            plan = {tp: keys for tp, keys in plan.items() if tp in written}
+            self._keys.retiring.update(key for keys in plan.values() for key in keys)
+        if plan:
+            self._send([record for records in written.values() for record in records])
+            self._send(retirement.tombstones(key for keys in plan.values() for key in keys))
+            self._read()  # to the tombstones: a retired key's sync written meanwhile is in the store now
+            log.info("retired %d offset-sync keys of %d partitions in %s (their syncs now this host's)",
+                     sum(map(len, plan.values())), len(plan), self._syncs_topic)
+        with self._lock:
+            meanwhile = set(self._keys.meanwhile)
+            again = self._summaries(sorted(meanwhile))
+        self._send([record for records in again.values() for record in records])
+        with self._lock:
+            self._keys.meanwhile -= meanwhile
+        return 0
+
+    def _summaries(self, partitions: Iterable[TP]) -> dict[TP, list[retirement.Record]]:
+        out = {}
+        for topic, partition in partitions:
+            records = retirement.summary(self.syncs, topic, partition, self._retirer)
+            if records:
+                self._own.update(writer_of(key)[2] for key, _, _ in records)
+                out[(topic, partition)] = records
+        return out
+
+    def _send(self, records: list[retirement.Record]) -> None:
+        if not records:
+            return
+        if self._producer is None:
+            self._producer = Producer({**self.target.settings, "enable.idempotence": True, "acks": "all"})
+        errors: list[str] = []
+        for key, value, headers in records:
+            self._producer.produce(self._syncs_topic, key=key, value=value, headers=headers, partition=0,
+                                   on_delivery=lambda err, _msg: err and errors.append(err.str()))
+        if self._producer.flush(30) or errors:
+            raise MirrordError(f"cannot write to {self._syncs_topic}: {errors[0] if errors else 'timed out'}")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import json
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from mirrord.kafka.admin import TopicReader
@@ -77,6 +77,28 @@ def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]]
             target_id = raw.decode("utf-8", "replace")
     return OffsetSync(topic, partition, upstream, downstream, run_start, runs[EARLIER_RUNS_HEADER], target_id,
                       runs[RUNS_BEFORE_HEADER])
+
+
+def encode(sync: OffsetSync, writer: bytes) -> tuple[bytes, bytes, list[tuple[str, bytes]]]:
+    """The record `decode` reads back as `sync`: MirrorMaker 2's key followed by `writer` (8 bytes), its value,
+    and mirrord's headers (a run start; earlier runs and runs from before as int64 triples; the target id)."""
+    name = sync.topic.encode("utf-8")
+    key = struct.pack(">h", len(name)) + name + struct.pack(">i", sync.partition) + writer
+    headers = [(RUN_START_HEADER, struct.pack(">q", sync.first))]
+    for header, runs in ((EARLIER_RUNS_HEADER, sync.earlier), (RUNS_BEFORE_HEADER, sync.before)):
+        if runs:
+            headers.append((header, b"".join(struct.pack(">qqq", r.upstream, r.downstream, r.first) for r in runs)))
+    if sync.target_id is not None:
+        headers.append((TARGET_TOPIC_ID_HEADER, sync.target_id.encode("utf-8")))
+    return key, struct.pack(">qq", sync.upstream, sync.downstream), headers
+
+
+def writer_of(key: bytes) -> tuple[str, int, bytes]:
+    """A sync's source topic and partition, and the bytes after MirrorMaker 2's key that name its writer
+    (b"": MirrorMaker 2's own key)."""
+    (length,) = struct.unpack_from(">h", key, 0)
+    (partition,) = struct.unpack_from(">i", key, 2 + length)
+    return key[2:2 + length].decode("utf-8"), partition, key[6 + length:]
 
 
 def translate(syncs: Iterable[OffsetSync], group_offset: int, lowering: Iterable[OffsetSync] = ()) -> int | None:
@@ -199,6 +221,15 @@ class OffsetSyncStore:
                        for s in self._syncs[(topic, partition, label)] if end is None or s.downstream < end),
                       key=lambda s: s.upstream)
 
+    def held(self, topic: str, partition: int) -> dict[str | None, list[OffsetSync]]:
+        """The syncs held of a partition by the target incarnation they name (UNSURE: runs from before a
+        recreation), each by source offset: all that translation knows of the partition."""
+        return {label: list(self._syncs[(topic, partition, label)])
+                for label in self._incarnations.get((topic, partition), ())}
+
+    def partitions(self) -> list[tuple[str, int]]:
+        return sorted(self._incarnations)
+
     def translate(self, topic: str, partition: int, group_offset: int, target_id: str | None = None,
                   end: int | None = None) -> int | None:
         """Translation on the syncs that describe the target topic as it is; those naming an earlier incarnation
@@ -239,9 +270,18 @@ def deleted_before_read(start: dict[tuple[str, int], int], end: dict[tuple[str, 
 
 
 class OffsetSyncsReader(TopicReader):
-    """The offset-syncs topic, read from where the last call stopped, each record an OffsetSync."""
+    """The offset-syncs topic, read from where the last call stopped, each record an OffsetSync; a tombstone
+    (a retired writer's key, retirement.py) is none. `seen`, if given, hears of every record's key first."""
 
     what = "offset sync"
 
-    def decode(self, msg) -> OffsetSync:
+    def __init__(self, cluster, topic: str, seen: Callable[[object], None] | None = None):
+        super().__init__(cluster, topic)
+        self._seen = seen
+
+    def decode(self, msg) -> OffsetSync | None:
+        if self._seen is not None:
+            self._seen(msg)
+        if msg.value() is None:
+            return None
         return decode(msg.key(), msg.value(), msg.headers())

@@ -1,7 +1,7 @@
 """The periodic side jobs beside the query (scheduler.py runs them): target topics, topic configs, group
-offsets, heartbeats, ACLs, checkpoints. They run on the flow's active host only, while both clusters
-answer; their settings are read at every tick from the running configuration (`Mirroring.flow`, which
-a reload replaces)."""
+offsets, heartbeats, ACLs, checkpoints, the retirement of gone writers' offset syncs. They run on the flow's
+active host only, while both clusters answer; their settings are read at every tick from the running
+configuration (`Mirroring.flow`, which a reload replaces)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,9 @@ class SideJobs:
                 lambda: self._up() and self.settings.sync_topic_acls),
             Job("checkpoints", lambda: self.settings.emit_checkpoints_interval, self._checkpoints,
                 lambda: self._up() and self.settings.emit_checkpoints and self.translation.ready),
+            # at the checkpoints' pace, whether they are emitted or not: the syncs' writers come and go anyway
+            Job("offset-syncs", lambda: self.settings.emit_checkpoints_interval, self.translation.retire,
+                lambda: self._up() and self.translation.ready),
         ]
 
     def _up(self) -> bool:

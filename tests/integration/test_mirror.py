@@ -13,6 +13,9 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
+from mirrord.mm2.offsets import OffsetSync, OffsetSyncStore, encode
+from mirrord.mm2.offsets import decode as decode_sync
+from mirrord.settings.policy import offset_syncs_topic
 from tests.harness.kafka import run_class
 from tests.harness.mirrord import Mirrord, metric_value, write_flow
 from tests.harness.notify import NotifySocket
@@ -416,3 +419,66 @@ def test_the_trigger_mode_and_why_are_in_the_log_the_status_and_a_metric_and_bot
     finally:
         daemon.stop()
         notify.close()
+
+
+def test_gone_writers_offset_syncs_are_retired_and_a_group_translated_from_what_compaction_keeps_lands_as_before(
+        kafka_pair, unique, tmp_path):
+    """Each writer instance leaves one key per partition in the compacted offset-syncs topic; the active host
+    retires the keys idle for 10 minutes (tombstones), after writing what they showed as syncs of its own
+    (docs/decisions.md §7). Here four writers of earlier starts copied a quarter each of the first 100 records of
+    each partition an hour ago (their copies and newest syncs written by the test, under keys of their own); a
+    start resumes from their group's position, copies the rest and retires their keys. The topic as compaction
+    leaves it then holds a writer and the retirer's syncs per partition, and a fresh reader of it translates
+    every group position exactly where the whole topic did, also inside the retired writers' copies."""
+    source, target = kafka_pair
+    topic, group, alias = unique("retire"), unique("retire-mirror"), unique("retire-alias")
+    syncs_topic = offset_syncs_topic(alias)
+    create_topic(source.bootstrap, topic, 2)
+    create_topic(target.bootstrap, topic, 2)
+    shift = {0: 13, 1: 0}
+    produce(target.bootstrap, topic, [{"partition": 0, "key": b"old", "value": b"x"}] * shift[0])  # offsets differ
+    produce(source.bootstrap, topic, varied_records(300, 2, seed=21))
+    src = read_all(source.bootstrap, topic)
+    produce(target.bootstrap, topic, [{"partition": p, "key": r.key, "value": r.value, "headers": list(r.headers),
+                                       "timestamp": r.timestamp} for p in (0, 1) for r in src[p][:100]])
+    commit_offsets(source.bootstrap, group, topic, {0: 100, 1: 100})  # where the earlier starts stopped
+    aged = int(time.time() * 1000) - 3_600_000
+    writers = [random.randbytes(8) for _ in range(4)]
+    syncs = [encode(OffsetSync(topic, p, 25 * w + 24, 25 * w + 24 + shift[p], 25 * w), writer)
+             for w, writer in enumerate(writers) for p in (0, 1)]
+    create_topic(target.bootstrap, syncs_topic, 1, {"cleanup.policy": "compact"})  # as the earlier starts made it
+    produce(target.bootstrap, syncs_topic, [{"partition": 0, "key": key, "value": value, "headers": headers,
+                                             "timestamp": aged} for key, value, headers in syncs])
+    gone = {key for key, _, _ in syncs}
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"source.alias": alias, "emit.checkpoints.interval.seconds": "1"})
+    daemon = Mirrord(config).start()
+    try:
+        daemon.wait_ready()
+        ends = end_offsets(source.bootstrap, topic)
+        wait_until(lambda: committed_offsets(source.bootstrap, group, topic) == ends, 120, "the rest copied")
+
+        def newest() -> dict[bytes, object]:
+            return {r.key: r for r in read_all(target.bootstrap, syncs_topic)[0]}
+        wait_until(lambda: all(now[key].value is None for now in [newest()] for key in gone), 60,
+                   "the gone writers' keys retired")
+        assert daemon.stop() == 0
+        log, now = read_all(target.bootstrap, syncs_topic)[0], newest()
+        kept = [r for r in log if r.value is not None and now[r.key].offset == r.offset]
+        mine = [r for r in kept if decode_sync(r.key, r.value).topic == topic]
+        assert len(mine) <= 2 * 3, f"{len(mine)} keys kept, of a writer and the retirer's two incarnations: {mine}"
+
+        def translations(records) -> dict[tuple[int, int], int | None]:
+            store = OffsetSyncStore()
+            for r in records:
+                if r.value is not None:
+                    store.add(decode_sync(r.key, r.value, list(r.headers)))
+            return {(p, g): store.translate(topic, p, g) for p in (0, 1) for g in range(ends[p] + 1)}
+        exact = {(p, g): g + shift[p] for p in (0, 1) for g in range(ends[p] + 1)}
+        assert translations(log) == exact  # the whole topic: one for one copies, shifted by the prefill
+        after = translations(kept)
+        assert after == exact, {pg: (got, exact[pg]) for pg, got in after.items() if got != exact[pg]}
+        dst = read_all(target.bootstrap, topic)
+        assert [r.fields() for p in (0, 1) for r in dst[p][shift[p]:]] == [r.fields() for p in (0, 1) for r in src[p]]
+    finally:
+        daemon.stop()

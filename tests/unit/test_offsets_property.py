@@ -15,14 +15,18 @@ sync's key is (topic, partition, writer): compaction may remove any sync a later
 follows (lazily, any subset of them, or as Kafka's cleaner leaves it: the newest of each key in the cleaned
 part, and all the rest); each writer's newest always stays, carrying the writer's earlier runs. The reader
 reads what is left, in order, into an `OffsetSyncStore` that thins each partition to its limit (64, and
-smaller limits so that short histories thin too), and translates with the target topic's id and end now.
+smaller limits so that short histories thin too), and translates with the target topic's id and end now. The
+same topic is read again after up to two retirements of writers' keys (mirrord/mm2/retirement.py: the retirer's
+syncs of what it read, the tombstones, its syncs again where a retired key wrote before its tombstone), compacted
+the same way; a tombstone may go too.
 
 The truth comes from the full record map: a group at source offset u may resume at target offset d only
 if every record at or after u that has a copy in the current topic has its last copy at or after d (it
 re-reads, never skips), and d is not past the topic's end (a recreated topic's old offsets). Held here:
 - every copy a writer acknowledged after it last heard of the target topic's id is shown by a sync that writer
   emitted (a sync's run maps [run start, upstream] one for one);
-- translation (or None) is never ahead of that truth, whatever compaction and thinning left.
+- translation (or None) is never ahead of that truth, whatever compaction, thinning and retirement left;
+- at the store's 64, retirement leaves no group untranslated that a reader of each writer's newest sync translates.
 Outside: copies no sync was ever written for (a writer killed before it flushed its delayed sync; records the
 interceptor does not hand to the writer), docs/decisions.md §7.
 """
@@ -40,7 +44,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mirrord.jars import connector_jars
-from mirrord.mm2.offsets import MAX_SYNCS_PER_PARTITION, OffsetSync, OffsetSyncStore
+from mirrord.mm2.offsets import MAX_SYNCS_PER_PARTITION, OffsetSync, OffsetSyncStore, decode, writer_of
+from mirrord.mm2.retirement import summary
 
 HISTORIES = int(os.environ.get("MIRRORD_OFFSETS_HISTORIES", "10000"))
 STATS: Counter[str] = Counter()
@@ -98,7 +103,8 @@ def replay():
     if STATS["histories"] >= 1000:  # the histories are what this module says they are
         for kind in ("compacted", "compacted to each writer's newest", "carried earlier runs",
                      "carried earlier runs merged", "taken over behind a copy", "recreated",
-                     "copied before a writer heard of the recreation", "thinned to 4",
+                     "copied before a writer heard of the recreation", "thinned to 4", "retired",
+                     "retired a key that wrote meanwhile",
                      f"thinned to {MAX_SYNCS_PER_PARTITION}"):
             assert STATS[kind] > 0, f"no history {kind}: {dict(STATS)}"
 
@@ -176,9 +182,10 @@ def log_order(c: Choices, emitted: list[tuple[str, OffsetSync]]) -> list[tuple[s
     return [(writer, sync) for _, _, writer, sync in sorted(keyed)]
 
 
-def compacted(c: Choices, log: list[tuple[str, OffsetSync]]) -> list[OffsetSync]:
+def compacted(c: Choices, log: list[tuple[str, OffsetSync | None]]) -> list[tuple[str, OffsetSync | None]]:
     """What compaction left: a sync's key is (topic, partition, writer), so any sync a later one of its writer
-    follows may be gone (compaction is lazy: any subset of them); each writer's newest stays."""
+    follows may be gone (compaction is lazy: any subset of them); each writer's newest stays, unless it is a
+    tombstone (a retired key: None), which may go too once every earlier record of its key went."""
     newest = {writer: i for i, (writer, _) in enumerate(log)}
     mode = c.below(4)
     if mode == 0:  # not compacted (yet)
@@ -191,7 +198,58 @@ def compacted(c: Choices, log: list[tuple[str, OffsetSync]]) -> list[OffsetSync]
         keep = [newest[writer] == i or c.below(2) == 1 for i, (writer, _) in enumerate(log)]
     else:  # fully: each writer's newest only
         keep = [newest[writer] == i for i, (writer, _) in enumerate(log)]
-    return [sync for (_, sync), kept in zip(log, keep, strict=True) if kept]
+    for writer, i in newest.items():
+        if log[i][1] is None and keep[i] and c.below(2):  # a tombstone past delete.retention.ms: its key gone
+            keep = [k and w != writer for k, (w, _) in zip(keep, log, strict=True)]
+    return [record for record, kept in zip(log, keep, strict=True) if kept]
+
+
+def read(records: list[tuple[str, OffsetSync | None]], limit: int) -> OffsetSyncStore:
+    """A reader's store of the records, as mirrord reads them: a tombstone is no sync."""
+    store = OffsetSyncStore(limit)
+    for _, sync in records:
+        if sync is not None:
+            store.add(sync)
+    return store
+
+
+def retiring(c: Choices, log: list[tuple[str, OffsetSync]], limit: int
+             ) -> tuple[list[tuple[str, OffsetSync | None]], int]:
+    """The topic with up to two retirements (mirrord/mm2/retirement.py), each by a retirer of its own (a host's
+    process). A retirer read the topic to some point, as compaction left it then or all of it; it retires any of
+    the keys live there but its own (the age rule may pick any: also a writer that writes again later). Its syncs
+    of the partition land there (`retirement.summary`, encoded and decoded as the topic holds them); the
+    writers' syncs may land after them, before the tombstones; then, if a retired key wrote meanwhile, the
+    retirer's syncs again, from its store that read on to the tombstones. Returns the topic and how many
+    retirements it had."""
+    topic: list[tuple[str, OffsetSync | None]] = list(log)
+    done = 0
+    for r in range(c.below(3)):
+        cut = c.below(len(topic) + 1)
+        seen = compacted(c, topic[:cut]) if c.below(2) else topic[:cut]
+        store = read(seen, limit)
+        newest = {key: sync for key, sync in seen}
+        own = f"r{r}:"
+        retired = [key for key, sync in newest.items() if sync is not None and not key.startswith(own)
+                   and c.below(4) != 0]
+        records = summary(store, "t", 0, own.encode())
+        if not retired or not records:
+            continue
+        ours = [(own + writer_of(k)[2].hex(), decode(k, v, h)) for k, v, h in records]
+        late = topic[cut:min(len(topic), cut + c.below(4))]
+        rest = topic[cut + len(late):]
+        topic = topic[:cut] + ours + late + [(key, None) for key in retired]
+        if any(key in retired and sync is not None for key, sync in late):
+            for _, sync in late:
+                if sync is not None:
+                    store.add(sync)
+            topic += [(own + writer_of(k)[2].hex(), decode(k, v, h))
+                      for k, v, h in summary(store, "t", 0, own.encode())]
+            STATS["retired a key that wrote meanwhile"] += 1
+        topic += rest
+        done += 1
+        STATS["retired keys"] += len(retired)
+    return topic, done
 
 
 def shown(syncs: list[OffsetSync]) -> set[tuple[int, int]]:
@@ -223,11 +281,17 @@ def test_translation_is_never_ahead_of_the_groups_true_position(replay, raw):
         assert not unshown, f"copies of {writer} no sync of its shows: {sorted(unshown)}; {events}; {emitted}"
 
     log = log_order(c, emitted)
-    stored = compacted(c, log)
+    stored = [sync for _, sync in compacted(c, log)]
     limit = (MAX_SYNCS_PER_PARTITION, 4, 5, 8)[c.below(4)]
     store = OffsetSyncStore(limit)
     for sync in stored:
         store.add(sync)
+    topic, retirements = retiring(c, log, limit)
+    if retirements:
+        topic = compacted(c, topic)
+        after = read(topic, limit)
+        newest = {writer: sync for writer, sync in log}
+        fully = read([(w, s) for w, s in log if s is newest[w]], limit)  # without retirement, compacted fully
 
     last = {offset: position for position, offset in enumerate(target) if offset is not None}
     true = bounds(last, n, len(target))
@@ -236,9 +300,22 @@ def test_translation_is_never_ahead_of_the_groups_true_position(replay, raw):
         assert got is None or got <= true[group], (
             f"group {group} translated to {got}, past a copy at {true[group]}; target {target}; "
             f"syncs read {stored}; held {store.syncs('t', 0)}")
+        if retirements:
+            retired = after.translate("t", 0, group, target_id, len(target))
+            assert retired is None or retired <= true[group], (
+                f"after retirement, group {group} translated to {retired}, past a copy at {true[group]}; "
+                f"target {target}; topic {topic}; held {after.syncs('t', 0)}")
+            base = fully.translate("t", 0, group, target_id, len(target))
+            assert retired is not None or base is None or limit < MAX_SYNCS_PER_PARTITION, (
+                f"after retirement, group {group} untranslated, {base} without; topic {topic}; "
+                f"held {after.syncs('t', 0)}")
+            STATS[f"after retirement ({limit}): " + ("same" if retired == base else "none" if retired is None else
+                                          "answered" if base is None else
+                                          "lower" if retired < base else "higher")] += 1
         STATS["groups"] += 1
         STATS["translated"] += got is not None
     STATS["histories"] += 1
+    STATS["retired"] += retirements > 0
     STATS["compacted"] += len(stored) < len(log)
     STATS["compacted to each writer's newest"] += len(stored) == len({w for w, _ in log}) < len(log)
     STATS["carried earlier runs"] += any(s.earlier for s in stored)
