@@ -77,6 +77,7 @@ class Settings:
     groups: str = ".*"
     groups_exclude: str = ""
     offset_lag_max: int = 100
+    retire_offset_syncs: bool = True
     leader_election: bool = True
     leader_session_timeout_ms: int = 10000
     emit_checkpoints: bool = True
@@ -188,6 +189,7 @@ def load(
         groups=str(values["groups"]),
         groups_exclude=str(values["groups.exclude"]),
         offset_lag_max=int(values["offset.lag.max"]),  # type: ignore[arg-type]
+        retire_offset_syncs=bool(values["offset.syncs.retire.enabled"]),
         leader_election=bool(values["leader.election.enabled"]),
         leader_session_timeout_ms=int(values["leader.session.timeout.ms"]),  # type: ignore[arg-type]
         emit_checkpoints=bool(values["emit.checkpoints.enabled"]),

@@ -200,6 +200,9 @@ KEYS: dict[str, Key] = {
     "sync.group.offsets.interval.seconds": Key(_positive_int, "60", "how often group offsets are translated"),
     "groups": Key(regex, ".*", "consumer groups whose offsets are translated: a regex"),
     "groups.exclude": Key(optional_regex, "console-consumer-.*,connect-.*,__.*", "groups never translated"),
+    "offset.syncs.retire.enabled": Key(_boolean, "true", "tombstone the offset-sync keys of writers gone 10 minutes, "
+                                       "their syncs kept under this host's key, so the topic does not grow for ever "
+                                       "(false: no tombstones, for a MirrorMaker 2 checkpoint connector reading it)"),
     "offset.lag.max": Key(_positive_int, "100", "an offset sync at least every this many records of a partition "
                           "(and at every gap), as MirrorMaker 2's offset.lag.max"),
     "leader.election.enabled": Key(_boolean, "true", "several hosts may run this flow: one mirrors, elected by a "

@@ -53,7 +53,7 @@ class SideJobs:
                 lambda: self._up() and self.settings.emit_checkpoints and self.translation.ready),
             # at the checkpoints' pace, whether they are emitted or not: the syncs' writers come and go anyway
             Job("offset-syncs", lambda: self.settings.emit_checkpoints_interval, self.translation.retire,
-                lambda: self._up() and self.translation.ready),
+                lambda: self._up() and self.settings.retire_offset_syncs and self.translation.ready),
         ]
 
     def _up(self) -> bool:

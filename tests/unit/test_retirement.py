@@ -71,3 +71,21 @@ def test_the_retirers_syncs_hold_what_the_store_held_of_every_target_incarnation
     for group in range(21):
         for target_id in ("a", "b", None):
             assert again.translate("t", 0, group, target_id) == store.translate("t", 0, group, target_id)
+
+
+def test_the_retirement_job_runs_unless_offset_syncs_retire_enabled_is_false(tmp_path):
+    """`offset.syncs.retire.enabled = false` keeps the topic free of tombstones, for MirrorMaker 2's checkpoint
+    connector (docs/operations.md): the active host's offset-syncs job is then never due."""
+    from types import SimpleNamespace
+
+    from mirrord.metrics import Metrics
+    from mirrord.supervisor.jobs import SideJobs
+
+    settings = SimpleNamespace(state_dir=tmp_path, emit_checkpoints_interval=60.0, retire_offset_syncs=True)
+    jobs = SideJobs(SimpleNamespace(flow=SimpleNamespace(settings=settings)),
+                    SimpleNamespace(ready=True, retire=lambda: 0), SimpleNamespace(all_up=lambda: True),
+                    SimpleNamespace(active=lambda: True), Metrics("f"))
+    retire = next(job for job in jobs.jobs() if job.name == "offset-syncs")
+    assert retire.enabled()
+    settings.retire_offset_syncs = False
+    assert not retire.enabled()
