@@ -6,28 +6,33 @@ Spark's memory sink, where the test reads them back."""
 from __future__ import annotations
 
 import json
+import statistics
 import time
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from tests.harness.records import create_topic, end_offsets, produce, read_all, wait_until
+from tests.harness.records import create_topic, end_offsets, produce, producer, read_all, wait_until
 
 
 def start(spark, source: str, pattern: str, name: str, *, streams: int = 2, real_time: bool = False,
-          target: str = "", **options):
-    """A query over the source: into Spark's memory sink (micro-batch), or, with `target`, into the same
-    topics of the target cluster through Spark's Kafka sink (real-time mode takes no memory sink)."""
-    reader = (spark.readStream.format("mirrord").option("kafka.bootstrap.servers", source)
-              .option("subscribePattern", pattern).option("num.streams", str(streams))
-              .option("topic.refresh.ms", "1000").option("startingOffsets", "earliest"))
+          target: str = "", into: str = "topic", source_format: str = "mirrord", **options):
+    """A query over the source: into Spark's memory sink (micro-batch), or, with `target`, into the topics of
+    the target cluster that `into` names (the same) through Spark's Kafka sink (real-time mode takes no memory
+    sink). `source_format` "kafka" reads with Spark's own Kafka source instead."""
+    reader = (spark.readStream.format(source_format).option("kafka.bootstrap.servers", source)
+              .option("subscribePattern", pattern).option("startingOffsets", "earliest"))
+    if source_format == "mirrord":
+        reader = reader.option("num.streams", str(streams)).option("topic.refresh.ms", "1000")
+    else:
+        reader = reader.option("includeHeaders", "true")
     for key, value in options.items():
         reader = reader.option(key, value)
     records = reader.load()
     if target:
-        writer = (records.selectExpr("topic", "key", "value", "headers", "partition").writeStream.format("kafka")
-                  .option("kafka.bootstrap.servers", target).queryName(name))
+        writer = (records.selectExpr(f"{into} AS topic", "key", "value", "headers", "partition").writeStream
+                  .format("kafka").option("kafka.bootstrap.servers", target).queryName(name))
     else:
         writer = records.writeStream.format("memory").queryName(name)
     if real_time:
@@ -140,3 +145,48 @@ def test_transactions_are_read_committed_and_the_end_offsets_pass_their_markers(
         assert json.loads(query.lastProgress["sources"][0]["endOffset"]) == {topic: {"0": end}}
     finally:
         query.stop()
+
+
+def test_a_record_reaches_the_sink_in_milliseconds_as_through_sparks_own_kafka_source(kafka_pair, spark, unique):
+    """Real-time mode, a record at a time: from its append on the source (its CreateTime) to the sink's send
+    (the copy's CreateTime, the sink's producer's clock), through mirrord's source and through Spark's Kafka
+    source side by side, on the same brokers at the same moment, so that a busy machine slows both. A source
+    that waits between polls (a sleep, a fetch that waits for bytes) is slower by about half the wait."""
+    source, target = kafka_pair
+    topic = unique("src-latency")
+    create_topic(source.bootstrap, topic, 1)
+    queries = []
+    for suffix, source_format in (("m", "mirrord"), ("s", "kafka")):
+        create_topic(target.bootstrap, f"{topic}-{suffix}", 1)
+        queries.append(start(spark, source.bootstrap, topic, f"latency_{suffix}_{topic[-8:]}", streams=1,
+                             real_time=True, target=target.bootstrap, into=f"concat(topic, '-{suffix}')",
+                             source_format=source_format))
+    try:
+        p = producer(source.bootstrap, **{"linger.ms": 0})
+        sent = 0
+
+        def both_copied(n: int) -> bool:
+            return all(end_offsets(target.bootstrap, f"{topic}-{s}").get(0, 0) >= n for s in "ms")
+
+        while not both_copied(1):  # both queries run (a record a second until then)
+            p.produce(topic, value=b"warm-up", partition=0)
+            p.flush(10)
+            sent += 1
+            time.sleep(1)
+        for i in range(150):  # 20 ms apart: each finds the consumers waiting in their poll
+            p.produce(topic, value=f"r{i}".encode(), partition=0)
+            p.poll(0)
+            time.sleep(0.02)
+        p.flush(10)
+        wait_until(lambda: both_copied(sent + 150), 60, "every record in both copies")
+        appended = {r.value: r.timestamp for r in read_all(source.bootstrap, topic)[0]}
+        latency = {}
+        for s in "ms":
+            copies = read_all(target.bootstrap, f"{topic}-{s}")[0]
+            measured = [c.timestamp - appended[c.value] for c in copies if c.value.startswith(b"r")]
+            assert len(measured) == 150
+            latency[s] = statistics.median(measured)
+        assert latency["m"] <= latency["s"] + 25, f"median ms from append to send: {latency}"
+    finally:
+        for query in queries:
+            query.stop()

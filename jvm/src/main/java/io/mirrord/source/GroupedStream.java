@@ -2,21 +2,14 @@ package io.mirrord.source;
 
 import io.mirrord.positions.GroupCommitter;
 import io.mirrord.positions.Positions;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import java.util.function.Supplier;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.TimeoutException;
-import org.apache.kafka.common.errors.WakeupException;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
@@ -26,14 +19,11 @@ import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
 import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The driver's side of the source: which partitions there are, where each batch starts and (micro-batch
- * mode) ends, and which stream reads what ({@link Assignment}). One consumer here asks the source cluster
- * for metadata and offsets; the topic list is asked at most every {@code topic.refresh.ms}, not at every
- * batch. An unreachable source is waited for, asked again every second, not failed: an outage is a state.
+ * mode) ends, and which stream reads what ({@link Assignment}). The source cluster is asked through
+ * {@link SourceMetadata}; where a partition starts is {@link BatchStarts}'s to say.
  *
  * <p>Micro-batch mode: a batch reads from the last batch's end to the partitions' log end offsets (at most
  * {@code maxOffsetsPerTrigger} records), one task per stream with something to read. Real-time mode: every
@@ -41,31 +31,21 @@ import org.slf4j.LoggerFactory;
  * and picking up new partitions on its own; the batch's end offsets are the streams' own positions.
  */
 final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, SupportsAdmissionControl {
-    private static final Logger log = LoggerFactory.getLogger(GroupedStream.class);
-    private static final Duration ASK_TIMEOUT = Duration.ofSeconds(1);
     private static final long EARLIEST = -2;
     private static final long LATEST = -1;
-    private static final long REPLANNED_WITHIN_MS = 2_000;  // a real-time batch lasts 5 s at least
 
     private final SourceOptions options;
     private final String run = UUID.randomUUID().toString();
-    private KafkaConsumer<byte[], byte[]> metadata;
-    private Set<TopicPartition> listed;
-    private long listedAt;
+    private final SourceMetadata metadata;
+    private final BatchStarts starts;
     private Map<TopicPartition, Long> latest;
-    private final Map<TopicPartition, Long> firsts = new HashMap<>();  // new partitions' start, as planned
-    private final Set<TopicPartition> recreated = new HashSet<>();  // read from their start in the batch planned now
     private Map<TopicPartition, Long> planned = Map.of();  // the last planned batch's incarnations
-    // real-time mode: Spark plans each batch twice, the same start within milliseconds; the second plan is the
-    // first's, so that a partition the owner says was recreated is read from its start by both
-    private Map<TopicPartition, Long> rtStart;
-    private Map<TopicPartition, Long> rtFrom;
-    private long rtPlannedAt;
     private volatile boolean realTime;
-    private volatile boolean stopped;
 
     GroupedStream(SourceOptions options) {
         this.options = options;
+        this.metadata = new SourceMetadata(options);
+        this.starts = new BatchStarts(metadata);
         if (options.positionsGroup != null) {
             GroupCommitter.start(options.positionsGroup, options.consumerConfig("positions"));
         }
@@ -78,7 +58,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
 
     @Override
     public synchronized Offset initialOffset() {
-        Set<TopicPartition> partitions = partitions(true);
+        Set<TopicPartition> partitions = metadata.partitions(true);
         Map<TopicPartition, Long> start = new HashMap<>();
         String starting = options.starting;
         if (starting.startsWith("{")) {
@@ -93,10 +73,10 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         Set<TopicPartition> earliest = select(start, EARLIEST);
         Set<TopicPartition> atEnd = select(start, LATEST);
         if (!earliest.isEmpty()) {
-            start.putAll(ask(() -> metadata().beginningOffsets(earliest, ASK_TIMEOUT)));
+            start.putAll(metadata.beginningOffsets(earliest));
         }
         if (!atEnd.isEmpty()) {
-            start.putAll(ask(() -> metadata().endOffsets(atEnd, ASK_TIMEOUT)));
+            start.putAll(metadata.endOffsets(atEnd));
         }
         return new SourceOffset(start);
     }
@@ -128,64 +108,13 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         if (realTime) {  // a real-time batch ends on the clock, where its streams stand
             return start;
         }
-        Map<TopicPartition, Long> ends = ask(() -> metadata().endOffsets(partitions(false), ASK_TIMEOUT));
+        Map<TopicPartition, Long> ends = metadata.endOffsets();
         latest = ends;
-        Map<TopicPartition, Long> from = starts(start.offsets, ends);
+        Map<TopicPartition, Long> from = starts.of(start.offsets, ends);
         if (limit instanceof ReadMaxRows max) {
-            return new SourceOffset(capped(from, ends, max.maxRows()));
+            return new SourceOffset(BatchStarts.capped(from, ends, max.maxRows()));
         }
         return new SourceOffset(ends);
-    }
-
-    /** Where each partition of a batch starts: the last batch's end, or a new partition's first offset. */
-    private Map<TopicPartition, Long> starts(Map<TopicPartition, Long> start, Map<TopicPartition, Long> ends) {
-        Set<TopicPartition> unknown = new HashSet<>();
-        for (TopicPartition tp : Positions.DRIVER.takeRewound(ends.keySet())) {
-            recreated.add(tp);
-            firsts.remove(tp);
-        }
-        ends.forEach((tp, end) -> {
-            Long from = start.get(tp);
-            if (from != null && from <= end && !recreated.contains(tp)) {
-                firsts.remove(tp);
-            } else if (!firsts.containsKey(tp)) {
-                unknown.add(tp);  // new, or recreated below where it was read to
-            }
-        });
-        if (!unknown.isEmpty()) {
-            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(existing(unknown), ASK_TIMEOUT));
-            log.info("new partitions, read from their start: {}", found);
-            Positions.DRIVER.readFromStart(found.keySet());
-            firsts.putAll(found);
-            unknown.removeAll(found.keySet());
-            unknown.forEach(tp -> firsts.put(tp, ends.get(tp)));  // deleted meanwhile: nothing to read
-        }
-        Map<TopicPartition, Long> from = new HashMap<>();
-        ends.forEach((tp, end) -> {
-            Long at = start.get(tp);
-            from.put(tp, at == null || at > end || recreated.contains(tp) ? firsts.get(tp) : at);
-        });
-        return from;
-    }
-
-    /** Ends that make at most {@code max} records in all, each partition its share of what waits. */
-    static Map<TopicPartition, Long> capped(Map<TopicPartition, Long> from, Map<TopicPartition, Long> ends,
-                                            long max) {
-        long total = 0;
-        for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
-            total += Math.max(0, e.getValue() - from.get(e.getKey()));
-        }
-        if (total <= max) {
-            return ends;
-        }
-        Map<TopicPartition, Long> capped = new HashMap<>();
-        double share = (double) max / total;
-        for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
-            long begin = from.get(e.getKey());
-            long waiting = Math.max(0, e.getValue() - begin);
-            capped.put(e.getKey(), waiting == 0 ? e.getValue() : begin + Math.max(1, (long) (waiting * share)));
-        }
-        return capped;
     }
 
     @Override
@@ -196,7 +125,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     @Override
     public synchronized InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
         Map<TopicPartition, Long> ends = ((SourceOffset) endOffset).offsets;
-        Map<TopicPartition, Long> from = starts(((SourceOffset) startOffset).offsets, ends);
+        Map<TopicPartition, Long> from = starts.of(((SourceOffset) startOffset).offsets, ends);
         List<Map<TopicPartition, Long>> froms = groups();
         List<Map<TopicPartition, Long>> untils = groups();
         ends.forEach((tp, end) -> {
@@ -207,7 +136,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
                 untils.get(stream).put(tp, end);
             }
         });
-        recreated.clear();
+        starts.planned();
         planned = Positions.DRIVER.incarnations(ends.keySet());
         Map<String, String> ids = Positions.DRIVER.topicIdsOf(ends.keySet());
         List<InputPartition> splits = new ArrayList<>();
@@ -221,14 +150,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
 
     @Override
     public synchronized InputPartition[] planInputPartitions(Offset startOffset) {
-        Map<TopicPartition, Long> start = ((SourceOffset) startOffset).offsets;
-        long now = System.currentTimeMillis();
-        if (!start.equals(rtStart) || now - rtPlannedAt >= REPLANNED_WITHIN_MS) {
-            rtStart = start;
-            rtFrom = realTimeStarts(start);
-            rtPlannedAt = now;
-        }
-        Map<TopicPartition, Long> from = rtFrom;
+        Map<TopicPartition, Long> from = starts.realTime(((SourceOffset) startOffset).offsets);
         List<Map<TopicPartition, Long>> froms = groups();
         from.forEach((tp, offset) -> froms.get(Assignment.streamOf(tp, options.streams)).put(tp, offset));
         planned = Positions.DRIVER.incarnations(from.keySet());
@@ -238,30 +160,6 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
             splits[i] = new StreamSplit(run, i, froms.get(i), null, planned, ids, options);
         }
         return splits;
-    }
-
-    /**
-     * Where each partition of a real-time batch starts: the last batch's end, or the partition's first offset
-     * (new, or recreated: the positions' owner saw its topic's id change).
-     */
-    private Map<TopicPartition, Long> realTimeStarts(Map<TopicPartition, Long> start) {
-        Set<TopicPartition> partitions = partitions(false);
-        Set<TopicPartition> fresh = new HashSet<>(partitions);
-        fresh.removeAll(start.keySet());
-        fresh.addAll(Positions.DRIVER.takeRewound(partitions));
-        Map<TopicPartition, Long> from = new HashMap<>();
-        start.forEach((tp, offset) -> {
-            if (partitions.contains(tp) && !fresh.contains(tp)) {
-                from.put(tp, offset);
-            }
-        });
-        if (!fresh.isEmpty()) {
-            Map<TopicPartition, Long> found = ask(() -> metadata().beginningOffsets(existing(fresh), ASK_TIMEOUT));
-            log.info("new partitions, read from their start: {}", found);
-            Positions.DRIVER.readFromStart(found.keySet());
-            from.putAll(found);
-        }
-        return from;
     }
 
     private List<Map<TopicPartition, Long>> groups() {
@@ -312,17 +210,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
 
     @Override
     public void stop() {
-        stopped = true;
-        KafkaConsumer<byte[], byte[]> consumer = metadata;
-        if (consumer != null) {
-            consumer.wakeup();
-        }
-        synchronized (this) {
-            if (metadata != null) {
-                metadata.close(Duration.ZERO);
-                metadata = null;
-            }
-        }
+        metadata.stop();
         StreamConsumers.closeRun(run);
         GroupCommitter.flush();
     }
@@ -330,67 +218,5 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     @Override
     public String toString() {
         return "mirrord[" + options.pattern.pattern() + ", " + options.streams + " streams]";
-    }
-
-    /** The partitions of the topics that match, listed again when {@code topic.refresh.ms} has passed. */
-    private Set<TopicPartition> partitions(boolean now) {
-        long at = System.currentTimeMillis();
-        if (listed == null || now || at - listedAt >= options.refreshMs) {
-            listed = matching(ask(() -> metadata().listTopics(ASK_TIMEOUT)).values(), options);
-            listedAt = at;
-        }
-        return listed;
-    }
-
-    /** Those of {@code partitions} that still exist, as last listed: a question about a deleted one would wait. */
-    private Set<TopicPartition> existing(Set<TopicPartition> partitions) {
-        Set<TopicPartition> existing = new HashSet<>(partitions);
-        existing.retainAll(partitions(false));
-        return existing;
-    }
-
-    static Set<TopicPartition> matching(Collection<List<PartitionInfo>> topics, SourceOptions options) {
-        Set<TopicPartition> partitions = new HashSet<>();
-        for (List<PartitionInfo> infos : topics) {
-            for (PartitionInfo info : infos) {
-                if (options.matches(info.topic())) {
-                    partitions.add(new TopicPartition(info.topic(), info.partition()));
-                }
-            }
-        }
-        return partitions;
-    }
-
-    private KafkaConsumer<byte[], byte[]> metadata() {
-        if (metadata == null) {
-            metadata = new KafkaConsumer<>(options.consumerConfig("source-metadata"));
-        }
-        return metadata;
-    }
-
-    /**
-     * Asks the source until it answers: an unreachable source is waited for, not a failed query. A question
-     * not answered in time lists the topics again before it is asked again (it may name a deleted topic).
-     */
-    private <T> T ask(Supplier<T> question) {
-        long since = System.currentTimeMillis();
-        long warned = since;
-        while (true) {
-            try {
-                return question.get();
-            } catch (TimeoutException e) {
-                if (stopped || Thread.currentThread().isInterrupted()) {
-                    throw e;
-                }
-                listed = null;
-                long now = System.currentTimeMillis();
-                if (now - warned >= 60_000) {
-                    warned = now;
-                    log.warn("the source cluster has not answered for {} s; asking again", (now - since) / 1000);
-                }
-            } catch (WakeupException e) {
-                throw new IllegalStateException("mirrord's source was stopped", e);
-            }
-        }
     }
 }

@@ -2,19 +2,15 @@ package io.mirrord.source;
 
 import io.mirrord.positions.Incarnations;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
-import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
-import org.apache.kafka.common.errors.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,10 +22,9 @@ import org.slf4j.LoggerFactory;
  * <p>Micro-batch mode: each partition is read up to its planned end; records fetched beyond it wait for
  * the next batch, and the partition is paused meanwhile. Real-time mode: records are handed out until the
  * batch's deadline, and every {@code topic.refresh.ms} the stream looks for partitions that match and are
- * its own ({@link Assignment}), taking one up from its start once it was seen at two looks (the supervisor
- * creates the target topic in between). Records deleted from the source before they were read are skipped
- * with a log line naming the offsets (the supervisor counts them as lost); a partition gone from the
- * source (its topic deleted) is dropped.
+ * its own ({@link TopicLook}), taking one up from its start. Records deleted from the source before they were
+ * read are skipped with a log line naming the offsets (the supervisor counts them as lost); a partition gone
+ * from the source (its topic deleted) is dropped.
  */
 final class StreamConsumer {
     private static final Logger log = LoggerFactory.getLogger(StreamConsumer.class);
@@ -40,12 +35,11 @@ final class StreamConsumer {
     final SourceOptions options;
     volatile long idleSince;
     private final KafkaConsumer<byte[], byte[]> consumer;
-    private final Map<TopicPartition, ArrayDeque<ConsumerRecord<byte[], byte[]>>> held = new HashMap<>();
-    private final ArrayDeque<ConsumerRecord<byte[], byte[]>> queue = new ArrayDeque<>();
+    private final TopicLook topics;
+    private final Fetched fetched = new Fetched();
     private final Map<TopicPartition, Long> next = new HashMap<>();  // next offset to hand out, per partition
     private Map<TopicPartition, Long> until;  // micro-batch mode: where each partition's batch ends
     private final Set<TopicPartition> open = new HashSet<>();  // micro-batch mode: not read to the end yet
-    private Set<TopicPartition> seenOnce = Set.of();
     private final Set<TopicPartition> fromStart = new HashSet<>();  // taken up from their start on its own, this batch
     private long lookedAt;
     private long progressAt;
@@ -59,6 +53,7 @@ final class StreamConsumer {
         this.run = run;
         this.stream = stream;
         this.consumer = new KafkaConsumer<>(options.consumerConfig("stream-" + stream));
+        this.topics = new TopicLook(consumer, options, stream);
     }
 
     /** A batch begins: these partitions, from these offsets, up to these ends (null: real-time mode). */
@@ -70,24 +65,21 @@ final class StreamConsumer {
         if (!wanted.equals(consumer.assignment())) {
             consumer.assign(wanted);
         }
-        held.keySet().retainAll(wanted);
+        fetched.retain(wanted);
         next.keySet().retainAll(wanted);
         consumer.resume(consumer.paused());
         open.clear();
         from.forEach((tp, offset) -> {
             Long at = next.get(tp);
             if (at == null || at.longValue() != offset) {
-                held.remove(tp);
+                fetched.forget(tp);
                 consumer.seek(tp, offset);
                 next.put(tp, offset);
             }
             if (ends != null && offset < ends.get(tp)) {
                 open.add(tp);
             }
-            ArrayDeque<ConsumerRecord<byte[], byte[]>> waiting = held.remove(tp);
-            if (waiting != null) {
-                queue.addAll(waiting);
-            }
+            fetched.release(tp);
         });
         if (ends != null) {
             Set<TopicPartition> done = new HashSet<>(wanted);
@@ -101,14 +93,15 @@ final class StreamConsumer {
     /** The next record, or null when the batch is over: at {@code deadline}, or each partition read to its end. */
     ConsumerRecord<byte[], byte[]> next(long deadline) {
         while (true) {
-            ConsumerRecord<byte[], byte[]> record = queue.poll();
+            ConsumerRecord<byte[], byte[]> record = fetched.poll();
             if (record != null) {
                 if (current == null || record.partition() != current.partition()
                     || !record.topic().equals(current.topic())) {
                     switchTo(new TopicPartition(record.topic(), record.partition()));
                 }
                 if (record.offset() >= currentUntil) {  // beyond this batch: kept for the next
-                    hold(record);
+                    fetched.hold(current, record);
+                    close(current);
                     continue;
                 }
                 currentNext = record.offset() + 1;
@@ -146,11 +139,6 @@ final class StreamConsumer {
         }
     }
 
-    private void hold(ConsumerRecord<byte[], byte[]> record) {
-        held.computeIfAbsent(current, tp -> new ArrayDeque<>()).add(record);
-        close(current);
-    }
-
     private void close(TopicPartition tp) {
         if (open.remove(tp)) {
             consumer.pause(Set.of(tp));
@@ -161,7 +149,7 @@ final class StreamConsumer {
     private boolean finished() {
         flush();
         for (TopicPartition tp : new HashSet<>(open)) {
-            if (!held.containsKey(tp) && consumer.position(tp) >= until.get(tp)) {
+            if (!fetched.holds(tp) && consumer.position(tp) >= until.get(tp)) {
                 next.put(tp, Math.max(next.get(tp), until.get(tp)));
                 close(tp);
             }
@@ -175,10 +163,8 @@ final class StreamConsumer {
             return;
         }
         try {
-            for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(Math.max(0, timeoutMs)))) {
-                queue.add(record);
-            }
-            if (!queue.isEmpty()) {
+            fetched.add(consumer.poll(Duration.ofMillis(Math.max(0, timeoutMs))));
+            if (!fetched.isEmpty()) {
                 progressAt = System.currentTimeMillis();
             }
         } catch (OffsetOutOfRangeException e) {
@@ -215,45 +201,27 @@ final class StreamConsumer {
         });
     }
 
-    /** Real-time mode: partitions of this stream that appeared (at two looks running), and ones gone. */
+    /** Real-time mode: partitions of this stream that appeared are read from their start, ones gone dropped. */
     private void look(long now) {
         lookedAt = now;
-        Map<String, List<PartitionInfo>> topics;
-        try {
-            topics = consumer.listTopics(ASK_TIMEOUT);
-        } catch (TimeoutException e) {
-            return;  // the source does not answer now: look again later
-        }
-        Set<TopicPartition> mine = new HashSet<>();
-        for (TopicPartition tp : GroupedStream.matching(topics.values(), options)) {
-            if (Assignment.streamOf(tp, options.streams) == stream) {
-                mine.add(tp);
-            }
-        }
         Set<TopicPartition> assigned = consumer.assignment();
-        Set<TopicPartition> fresh = new HashSet<>(mine);
-        fresh.removeAll(assigned);
-        Set<TopicPartition> gone = new HashSet<>(assigned);
-        gone.removeAll(mine);
-        Set<TopicPartition> ready = new HashSet<>(fresh);
-        ready.retainAll(seenOnce);
-        seenOnce = fresh;
-        if (ready.isEmpty() && gone.isEmpty()) {
+        TopicLook.Change change = topics.change(assigned);
+        if (change.none()) {
             return;
         }
         flush();
         current = null;
         Set<TopicPartition> assignment = new HashSet<>(assigned);
-        assignment.removeAll(gone);
-        assignment.addAll(ready);
-        queue.removeIf(r -> gone.contains(new TopicPartition(r.topic(), r.partition())));
-        next.keySet().removeAll(gone);
+        assignment.removeAll(change.gone());
+        assignment.addAll(change.ready());
+        fetched.drop(change.gone());
+        next.keySet().removeAll(change.gone());
         consumer.assign(assignment);
-        if (!gone.isEmpty()) {
-            log.info("stream {}: partitions gone from the source: {}", stream, gone);
+        if (!change.gone().isEmpty()) {
+            log.info("stream {}: partitions gone from the source: {}", stream, change.gone());
         }
-        if (!ready.isEmpty()) {
-            Map<TopicPartition, Long> starts = consumer.beginningOffsets(ready, ASK_TIMEOUT);
+        if (!change.ready().isEmpty()) {
+            Map<TopicPartition, Long> starts = consumer.beginningOffsets(change.ready(), ASK_TIMEOUT);
             starts.forEach((tp, start) -> {
                 Incarnations.set(tp, Incarnations.UNKNOWN);  // found here, not planned: counted from the next batch
                 consumer.seek(tp, start);
@@ -270,10 +238,8 @@ final class StreamConsumer {
             throw new IllegalStateException("stream " + stream + ": partitions " + open + " gave no record for "
                 + options.pollTimeoutMs + " ms before their batch's end " + until);
         }
-        Set<TopicPartition> existing;
-        try {
-            existing = GroupedStream.matching(consumer.listTopics(ASK_TIMEOUT).values(), options);
-        } catch (TimeoutException e) {
+        Set<TopicPartition> existing = topics.existing();
+        if (existing == null) {
             return;
         }
         for (TopicPartition tp : new HashSet<>(open)) {
@@ -290,10 +256,7 @@ final class StreamConsumer {
     /** The next offset of every partition, past transaction markers and gaps where nothing waits. */
     Map<TopicPartition, Long> positions() {
         flush();
-        Set<TopicPartition> waiting = new HashSet<>(held.keySet());
-        for (ConsumerRecord<byte[], byte[]> record : queue) {
-            waiting.add(new TopicPartition(record.topic(), record.partition()));
-        }
+        Set<TopicPartition> waiting = fetched.waiting();
         Map<TopicPartition, Long> positions = new HashMap<>(next);
         for (TopicPartition tp : consumer.assignment()) {
             if (!waiting.contains(tp)) {
@@ -312,11 +275,7 @@ final class StreamConsumer {
     void end() {
         flush();
         current = null;
-        for (ConsumerRecord<byte[], byte[]> record : queue) {
-            held.computeIfAbsent(new TopicPartition(record.topic(), record.partition()), tp -> new ArrayDeque<>())
-                .add(record);
-        }
-        queue.clear();
+        fetched.end();
     }
 
     void close() {
