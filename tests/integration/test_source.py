@@ -186,7 +186,9 @@ def test_a_record_reaches_the_sink_in_milliseconds_as_through_sparks_own_kafka_s
             measured = [c.timestamp - appended[c.value] for c in copies if c.value.startswith(b"r")]
             assert len(measured) == 150
             latency[s] = statistics.median(measured)
-        assert latency["m"] <= latency["s"] + 25, f"median ms from append to send: {latency}"
+        # within 25 ms or twice Spark's, whichever is more (a loaded machine stretches both): a 100 ms sleep before
+        # each poll measured 217 against 38.5
+        assert latency["m"] <= max(latency["s"] + 25, 2 * latency["s"]), f"median ms from append to send: {latency}"
     finally:
         for query in queries:
             query.stop()
