@@ -1,7 +1,6 @@
 package io.mirrord.metrics;
 
 import io.mirrord.sink.DroppedUdf;
-import io.mirrord.sink.MirrorInterceptor;
 
 import java.io.Serializable;
 import java.math.BigDecimal;
@@ -15,9 +14,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * What the interceptors count: records and bytes per target topic, a replication-latency histogram,
+ * What the writers count: records and bytes per target topic, a replication-latency histogram,
  * offset syncs written and failed; and what the transforms drop, per transform and source topic
- * ({@link DroppedUdf}). Executors count into {@link #EXECUTOR} (an interceptor per target partition into
+ * ({@link DroppedUdf}). Executors count into {@link #EXECUTOR} (a stream's writer per source partition into
  * a {@link Tally}, which {@link #drain()} collects); {@link MirrordPlugin} moves those counts to the
  * driver with {@link #drain()} and {@link #add(Delta)}.
  */
@@ -36,7 +35,7 @@ public final class Stats {
     /** A latency not known (a record without a timestamp). */
     public static final long NO_LATENCY = Long.MIN_VALUE;
 
-    /** What the interceptors in this JVM count into (declared after the bounds it needs to be built). */
+    /** What the writers in this JVM count into (declared after the bounds it needs to be built). */
     public static final Stats EXECUTOR = new Stats();
 
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
@@ -83,7 +82,7 @@ public final class Stats {
         syncErrors.increment();
     }
 
-    /** The acknowledged position of a source partition, made on first use; the interceptor keeps the reference. */
+    /** The acknowledged position of a source partition, made on first use; the writer keeps the reference. */
     Position position(String topic, int partition) {
         Map<Integer, Position> partitions = positions.get(topic);
         if (partitions == null) {
@@ -95,7 +94,7 @@ public final class Stats {
 
     /**
      * A tally of one target partition's records, counted into this Stats at each {@link #drain()}: the
-     * interceptor's per-record counting, free of shared counters.
+     * writer's per-record counting, free of shared counters.
      */
     public Tally tally(String targetTopic, String sourceTopic, int partition) {
         Tally tally = new Tally(topic(targetTopic), position(sourceTopic, partition));
@@ -109,7 +108,7 @@ public final class Stats {
         }
     }
 
-    /** Counts what {@code tally} holds and forgets it (its interceptor closed). */
+    /** Counts what {@code tally} holds and forgets it (its writer closed). */
     public void release(Tally tally) {
         tally.moveOut();
         tallies.remove(tally);
@@ -281,17 +280,17 @@ public final class Stats {
         }
     }
 
-    /** One topic's counters; the interceptor keeps a reference per partition instead of a lookup per record. */
+    /** One topic's counters; the writer keeps a reference per partition instead of a lookup per record. */
     static final class Topic {
         final LongAdder records = new LongAdder();
         final LongAdder bytes = new LongAdder();
     }
 
     /**
-     * One target partition's counts, kept by the one {@link MirrorInterceptor} pairing that writes its records:
-     * plain fields under this object's monitor, which the pairing holds anyway, moved into the shared counters
+     * One target partition's counts, kept by the one stream's writer that writes its records:
+     * plain fields under this object's monitor, which the writer holds anyway, moved into the shared counters
      * by {@link #drain()}. Measured: LongAdders and an AtomicLong touched per record by every task thread and the
-     * producer's I/O thread were the interceptor's largest cost on two cores.
+     * producer's I/O thread were the producer interceptor's largest cost on two cores.
      */
     public final class Tally {
         private final Topic topic;
