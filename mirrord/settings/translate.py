@@ -88,7 +88,7 @@ def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
 # connector's 3.9 client still says 0). batch.size 64 KiB, four times Java's, for backfills: set by
 # reasoning, not measured on its own (the bench gives every contender 256 KiB). With none of batch.size,
 # buffer.memory and linger.ms in the file, the writer sizes batch.size and buffer.memory for each stream's
-# partitions instead (io.mirrord.sink.StreamProducers, docs/decisions.md §10).
+# partitions instead (io.mirrord.sink.StreamProducers, docs/decisions.md §2).
 # An unreachable target is an outage, not a failed batch (docs/decisions.md §5): as Kafka Connect does for its
 # source tasks, the producer waits for the target as long as it takes instead of failing the batch.
 SINK_DEFAULTS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536",

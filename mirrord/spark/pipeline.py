@@ -38,7 +38,7 @@ TOPIC_REFRESH_MS = 5000  # how often the source lists the topics: a new one star
 # target topic once per source topic), key, value, headers, partition, source offset, source timestamp in ms.
 WRITER_COLUMNS = ("topic", "key", "value", "headers", "partition", "offset", "unix_millis(timestamp) AS timestamp")
 # Keys of producer.properties that size the producer's pool: with none of them set, mirrord sizes each stream's
-# producer for its partitions (io.mirrord.sink.StreamProducers, docs/decisions.md §10).
+# producer for its partitions (io.mirrord.sink.StreamProducers, docs/decisions.md §2).
 POOL_KEYS = ("batch.size", "buffer.memory", "linger.ms")
 
 

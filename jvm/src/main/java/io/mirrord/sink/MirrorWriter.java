@@ -22,7 +22,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * mirrord's sink, for both deliveries (docs/decisions.md §10, "One writer"): a {@link ForeachWriter}, the one
+ * mirrord's sink, for both deliveries (docs/decisions.md §2): a {@link ForeachWriter}, the one
  * writer of its own that real-time mode's sink allowlist admits (and a sink of micro-batch mode too), over the
  * columns of mirrord/spark/pipeline.py: source topic, key, value, headers, partition, source offset, source
  * timestamp (ms). A task's rows all come from one stream of mirrord's source, so the stream is known from its

@@ -1,6 +1,7 @@
 package io.mirrord.sink;
 
 import io.mirrord.metrics.Stats;
+import io.mirrord.metrics.Tally;
 import io.mirrord.positions.Incarnations;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -26,7 +27,7 @@ final class SourcePartition {
     final TopicPartition tp;
     final String target;
     final Integer partition;  // the target partition, boxed once
-    final Stats.Tally tally;
+    final Tally tally;
     final AtomicLong incarnation;
     final AtomicReference<String> topicId;
     final SyncRuns syncs;  // null: no offset syncs
@@ -84,6 +85,13 @@ final class SourcePartition {
             if (done == sent) {
                 broken = false;
             }
+        }
+    }
+
+    /** The record just counted by {@link #sending} was refused before it was sent (the task was interrupted). */
+    void notSent() {
+        synchronized (tally) {
+            sent--;
         }
     }
 

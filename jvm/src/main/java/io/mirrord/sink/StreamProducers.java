@@ -8,7 +8,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 /**
  * The settings of a stream's own producer: the target's producer properties, bytes in and out, an id of the
  * stream's own, and, when producer.properties sets none of {@code batch.size}, {@code buffer.memory} and
- * {@code linger.ms}, a pool sized for the stream's partitions (docs/decisions.md §10, "One writer").
+ * {@code linger.ms}, a pool sized for the stream's partitions (docs/decisions.md §2).
  *
  * <p>The rule: each partition the stream writes wants a batch open while its earlier ones are in flight, and the
  * producer allocates a whole {@code batch.size} for every batch, however few records it holds. So

@@ -72,12 +72,11 @@ final class StreamSends implements StreamSender {
             throw new FencedError("not sent to " + source.target + ": this host's lease lapsed (fenced)");
         }
         source.sending(length(key) + length(value));
-        Delivery delivery = new Delivery(source, offset, source.incarnation.get());
         try {
             producer.send(new ProducerRecord<>(source.target, source.partition, timestampMs, key, value, headers),
-                    delivery);
-        } catch (RuntimeException e) {  // thrown without a callback (Kafka calls it for the errors it reports)
-            delivery.onCompletion(null, e);
+                    new Delivery(source, offset, source.incarnation.get()));
+        } catch (RuntimeException e) {  // refused, no callback to come (an interrupt): nothing sent, nothing failed
+            source.notSent();
             throw e;
         }
     }
