@@ -30,7 +30,7 @@ $(JARS)/kafka/.resolved: build/maven/kafka.pom.xml
 	  -DoutputDirectory=$(CURDIR)/$(JARS)/kafka
 	touch $@
 
-# mirrord's own jar (jvm/: key envelope UDF, producer interceptor, metrics plugin), beside Spark's connector.
+# mirrord's own jar (jvm/: its source, its writer, the metrics plugin), beside Spark's connector.
 $(JARS)/spark/mirrord-jvm.jar: jvm/pom.xml $(shell find jvm/src -type f 2>/dev/null)
 	mvn -q -f jvm/pom.xml package
 	mkdir -p $(@D)

@@ -1,11 +1,13 @@
-"""What fidelity costs on Spark's own Kafka sink, measured without the daemon around it.
+"""mirrord's writer against Spark's own Kafka sink, measured without the daemon around it.
 
 `python -m bench.encoding [--reps 2] [--records 3000000] [--trigger real-time]` starts a broker pair, loads a
 12-partition topic with 100 B records and copies it with a bare Spark query (micro-batch in `local[2]`, or
 real-time mode with 60 s batches in `local[13]`: a slot per partition and a spare) three ways, interleaved per rep:
-`plain` (Spark's sink, no fidelity), `envelope` (mirrord's key envelope UDF and interceptor, timestamps
-kept) and `syncs` (the same writing offset syncs). It prints records/s from the first record seen on the
-target to the last. docs/decisions.md section 2 quotes it.
+`plain` (Spark's sink, no fidelity: the producer's timestamps, no positions), `writer` (mirrord's writer,
+io.mirrord.sink.MirrorWriter at least once: timestamps kept, positions counted, a producer per task) and `syncs`
+(the same writing offset syncs). It prints records/s from the first record seen on the target to the last.
+docs/decisions.md section 2 quotes it (its `envelope` mode measured the key envelope and interceptor that the
+writer replaced).
 """
 
 from __future__ import annotations
@@ -29,25 +31,27 @@ QUERY = r'''
 import glob, os, sys
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 from pyspark.sql import SparkSession
-from pyspark.sql.types import BinaryType
 mode, source, target, topic, out, checkpoint, jars, trigger = sys.argv[1:]
 master = "local[13]" if trigger == "real-time" else "local[2]"
 spark = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
          .config("spark.jars", ",".join(sorted(glob.glob(jars + "/*.jar")))).getOrCreate())
 spark.sparkContext.setLogLevel("WARN")
-spark.udf.registerJavaFunction("mirrord_envelope", "io.mirrord.sink.EnvelopeUdf", BinaryType())
-key = "key" if mode == "plain" else "mirrord_envelope(key, unix_millis(timestamp), offset, timestampType) AS key"
-writer = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source).option("subscribe", topic)
-          .option("startingOffsets", "earliest").option("includeHeaders", "true").load()
-          .selectExpr(f"'{out}' AS topic", key, "value", "headers", "partition")
-          .writeStream.format("kafka").option("kafka.bootstrap.servers", target)
-          .option("checkpointLocation", checkpoint))
-for k, v in {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "262144"}.items():
-    writer = writer.option("kafka." + k, v)
-if mode != "plain":
-    writer = writer.option("kafka.interceptor.classes", "io.mirrord.sink.MirrorInterceptor")
-if mode == "syncs":
-    writer = writer.option("kafka.mirrord.offset.syncs.topic", "syncs")
+producer = {"bootstrap.servers": target, "acks": "all", "enable.idempotence": "true", "linger.ms": "5",
+            "batch.size": "262144"}
+records = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source).option("subscribe", topic)
+           .option("startingOffsets", "earliest").option("includeHeaders", "true").load())
+if mode == "plain":
+    writer = (records.selectExpr(f"'{out}' AS topic", "key", "value", "headers", "partition").writeStream
+              .format("kafka").option("checkpointLocation", checkpoint))
+    for k, v in producer.items():
+        writer = writer.option("kafka." + k, v)
+else:  # the columns of mirrord/spark/pipeline.py; the writer names the target topic <out>.<topic>
+    writer = (records.selectExpr("topic", "key", "value", "headers", "partition", "offset",
+                                 "unix_millis(timestamp) AS timestamp").writeStream
+              .option("checkpointLocation", checkpoint))
+    partitions = 12  # a task per partition (Spark's Kafka source), each its own stream and producer
+    writer._jwrite = writer._jwrite.foreach(spark._jvm.io.mirrord.sink.MirrorWriter.atLeastOnce(
+        producer, partitions, partitions, False, "syncs" if mode == "syncs" else "", 100, out[:-len(topic)]))
 if trigger == "real-time":
     writer = writer.outputMode("update").trigger(realTime="60 seconds")
 writer.start().awaitTermination()
@@ -59,7 +63,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--records", type=int, default=3_000_000)
     ap.add_argument("--trigger", choices=("micro-batch", "real-time"), default="micro-batch")
-    ap.add_argument("--modes", default="plain,envelope,syncs", help="which of plain, envelope, syncs to run")
+    ap.add_argument("--modes", default="plain,writer,syncs", help="which of plain, writer, syncs to run")
     ap.add_argument("--jfr", type=Path, help="write each run's Java Flight Recording into DIR/<run>/<pid>.jfr")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-encoding-"))
@@ -75,7 +79,7 @@ def main() -> None:
             raise SystemExit(f"loading the source failed: {loaded.stderr[-2000:] or loaded.stdout[-2000:]}")
         for rep in range(a.reps):
             for mode in a.modes.split(","):
-                out = f"out-{mode}-{rep}"
+                out = f"out-{mode}-{rep}.load"
                 create_topic(target.bootstrap, out, 12)
                 proc = subprocess.Popen(
                     [sys.executable, str(work / "query.py"), mode, source.bootstrap, target.bootstrap, "load", out,

@@ -34,7 +34,7 @@ BAR_BACKFILL = {"backfill-100": 1.0, "backfill-1024": 1.25}  # records/s ÷ the 
 BAR_P50 = 0.5  # steady stream: p50 ÷ the better MM2's p50, at most (and p99 ÷ its p99 at most 1)
 BAR_READY_S = 15.0  # READY (sd_notify) after launch, less than
 BAR_RSS_BYTES = 1.5 * 2**30  # peak RSS of the process tree, at most
-# mirrord's fidelity (envelope, interceptor, offset syncs, metrics) against Spark's own source → sink in the
+# mirrord's fidelity (its source and writer, offset syncs, metrics) against Spark's own source → sink in the
 # same trigger mode: records/s at least this share of the plain sink's. mirrord's micro-batch mode is held to
 # the better-tuned micro-batch reference (async progress tracking, 5 000 records a poll).
 BAR_SAME_MODE = 0.9

@@ -1,6 +1,6 @@
 """What the target acknowledged, brought from the JVM every half second: counts and positions.
 
-mirrord's interceptors count records, bytes and latency per target topic; the metrics plugin gathers
+mirrord's writer counts records, bytes and latency per target topic; the metrics plugin gathers
 them on the driver, where the positions' owner (io.mirrord.positions.Positions) also holds each source
 partition's acknowledged position and commits it to the source group itself. Every half second the
 counts become the Prometheus counters and the acknowledged rate in STATUS, and the positions are read
@@ -64,7 +64,7 @@ class Acknowledgements:
             totals = jvm_totals(self.spark)
             positions = jvm_positions(self.spark)
         except Exception as exc:  # noqa: BLE001 - the JVM is restarting or gone: the supervisor sees it
-            log.debug("cannot read the interceptors' counts: %s", exc)
+            log.debug("cannot read the writers' counts: %s", exc)
             return None
         prefix = self.target_prefix()
         topics = totals.get("topics", {})

@@ -14,7 +14,7 @@ JVM_JAR = "mirrord-jvm"
 
 
 def connector_jars() -> list[str]:
-    """Spark's Kafka connector jars and mirrord's own (the interceptor, the envelope UDF, the metrics
+    """Spark's Kafka connector jars and mirrord's own (the source, the writer, the metrics
     plugin): $MIRRORD_SPARK_JARS, the installed share dir, or the source tree's cache."""
     env = os.environ.get("MIRRORD_SPARK_JARS")
     candidates = [Path(env)] if env else [Path(sys.prefix) / "share" / "mirrord" / "jars",

@@ -1,8 +1,8 @@
 """Prometheus metrics (docs/decisions.md §8): one registry per process, served over HTTP.
 
-Records, bytes and latency are counted in the JVM by mirrord's producer interceptor, on whichever
-executor runs it, and gathered on the driver by mirrord's Spark plugin; the daemon reads the totals
-every few seconds. `BucketHistogram` exports the interceptor's bucket counts as they are, since a
+Records, bytes and latency are counted in the JVM by mirrord's writer, on whichever executor runs it,
+and gathered on the driver by mirrord's Spark plugin; the daemon reads the totals every few seconds.
+`BucketHistogram` exports the writer's bucket counts as they are, since a
 prometheus-client Histogram can only observe one value at a time.
 """
 

@@ -3,7 +3,7 @@ partition, the lag behind the source's end, and records deleted before mirrord c
 
 The positions have one owner, in the JVM where the acknowledgements arrive
 (io.mirrord.positions.Positions, docs/decisions.md §10): the acknowledged contiguous prefix of each
-source partition in its current incarnation, moved by the interceptors' acknowledgements and by each
+source partition in its current incarnation, moved by the writer's acknowledgements and by each
 batch's end, and committed to the consumer group on the source by the JVM itself every 250 ms (a host
 taking over, or a restart, resumes from there: resume.py). This module only reads them (`update`),
 for lag, STATUS and metrics; it never commits.

@@ -165,10 +165,9 @@ class Flow:
 
     @property
     def target_properties(self) -> dict[str, str]:
-        """The target's Java client properties, as producer.properties gave them (Spark's `kafka.` prefix and
-        mirrord's own options left out): for the JVM's own clients of the target."""
-        return {k.removeprefix("kafka."): v for k, v in self.sink_options.items()
-                if k.startswith("kafka.") and not k.startswith("kafka.mirrord.")}
+        """The target's Java client properties, as producer.properties gave them with mirrord's defaults (the
+        `kafka.` prefix left out): for the writer's producers and the JVM's other clients of the target."""
+        return {k.removeprefix("kafka."): v for k, v in self.sink_options.items() if k.startswith("kafka.")}
 
     @property
     def offset_syncs_topic(self) -> str:
@@ -198,11 +197,6 @@ class Flow:
         source_admin = translate.admin_settings(settings.consumer, java.login("consumer"))
         for key, why in {**source.ignored, **ignored}.items():
             log.warning("ignoring %s: %s", key, why)
-        sink.update({
-            "kafka.mirrord.offset.syncs.topic": offset_syncs_topic(settings),
-            "kafka.mirrord.offset.lag.max": str(settings.offset_lag_max),
-            "kafka.mirrord.source.topic.prefix": policy.target_prefix,
-        })
         return cls(settings, policy, subscribe_pattern(settings.whitelist, policy, settings.topics_exclude,
                                                        settings.separator), source,
                    sink, source_admin, target_admin)

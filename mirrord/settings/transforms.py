@@ -4,7 +4,7 @@ A `[transform:NAME]` section of mirrord.conf applies to the source topics its `t
 (whole name). Every section whose regex matches a topic applies, in the order of the file, each to
 what the one before left: first `filter` and `sample` decide whether the record goes on, then `key`,
 `value` and `drop.headers` rewrite it. Timestamp, partition and source offset are never touched:
-the envelope the interceptor needs is built after the transforms, from the source's own.
+the writer takes them after the transforms, from the source's own.
 
 This module only writes the SQL (plain strings, no Spark): `pipeline` applies it to the source's
 DataFrame and asks Spark to analyse it against the Kafka source's schema before anything runs.

@@ -81,11 +81,14 @@ def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
     return SourceOptions(options, starting, ignored)
 
 
-# The producer side is Spark's own Kafka sink (Java): producer.properties passes through as `kafka.<key>`.
+# The producer side is mirrord's writer (jvm/, a Java producer per stream): producer.properties passes through as
+# `kafka.<key>`.
 # Defaults where mirrord's differ from the Java producer's own; the file wins. acks and idempotence:
 # docs/decisions.md §2 (Delivery). linger.ms 5 is the Java clients' default since Kafka 4.0 (the
 # connector's 3.9 client still says 0). batch.size 64 KiB, four times Java's, for backfills: set by
-# reasoning, not measured on its own (the bench gives every contender 256 KiB).
+# reasoning, not measured on its own (the bench gives every contender 256 KiB). With none of batch.size,
+# buffer.memory and linger.ms in the file, the writer sizes batch.size and buffer.memory for each stream's
+# partitions instead (io.mirrord.sink.StreamProducers, docs/decisions.md §2).
 # An unreachable target is an outage, not a failed batch (docs/decisions.md §5): as Kafka Connect does for its
 # source tasks, the producer waits for the target as long as it takes instead of failing the batch.
 SINK_DEFAULTS = {"acks": "all", "enable.idempotence": "true", "linger.ms": "5", "batch.size": "65536",
@@ -97,14 +100,11 @@ NOT_APPLICABLE = {
     "partitioner.adaptive.partitioning.enable": "mirrord writes each record to its source partition number",
     "partitioner.availability.timeout.ms": "mirrord writes each record to its source partition number",
 }
-INTERCEPTOR = "io.mirrord.sink.MirrorInterceptor"
 
 
 def sink_options(cfg: ClientConfig) -> tuple[dict[str, str], dict[str, str]]:
-    """Spark Kafka sink options (`kafka.*`) from producer.properties, and the keys accepted but not applied.
-
-    mirrord's interceptor runs first in `interceptor.classes`; the file's own interceptors follow it
-    and see records as they will be written (original key, source timestamp)."""
+    """The writer's producer options (`kafka.*`) from producer.properties, and the keys accepted but not applied.
+    The file's own interceptors (`interceptor.classes`) see records as they are written."""
     options: dict[str, str] = {}
     ignored: dict[str, str] = {}
     for key, value in cfg.properties.items():
@@ -112,7 +112,8 @@ def sink_options(cfg: ClientConfig) -> tuple[dict[str, str], dict[str, str]]:
             if value.strip() != BYTE_ARRAY_SERIALIZER:
                 raise cfg.error(key, f"records are copied as bytes; only {BYTE_ARRAY_SERIALIZER} is accepted")
         elif key == "transactional.id":
-            raise cfg.error(key, "Spark's Kafka sink does not write transactions; remove it")
+            raise cfg.error(key, "mirrord names each stream's transactions itself (delivery = exactly-once in "
+                                 "mirrord.conf); remove it")
         elif key.startswith("mirrord."):
             raise cfg.error(key, "the mirrord.* producer keys are mirrord's own; set them in mirrord.conf")
         elif key in NOT_APPLICABLE:
@@ -138,8 +139,6 @@ def sink_options(cfg: ClientConfig) -> tuple[dict[str, str], dict[str, str]]:
                             "could land after the next one, and the offset syncs would pair source and target "
                             "offsets wrongly (a failed-over group could skip records); set 1, or "
                             "enable.idempotence=true with acks=all")
-    others = [c.strip() for c in options.pop("interceptor.classes", "").split(",") if c.strip()]
-    options["interceptor.classes"] = ",".join([INTERCEPTOR, *[c for c in others if c != INTERCEPTOR]])
     return {f"kafka.{k}": v for k, v in options.items()}, ignored
 
 

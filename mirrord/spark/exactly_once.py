@@ -1,6 +1,6 @@
 """Exactly once (`delivery = exactly-once`, docs/decisions.md §12): what the query needs besides its sink.
 
-mirrord's transactional writer (jvm/, `io.mirrord.sink.TransactionalWriter`) writes each stream's records
+mirrord's writer (jvm/, `io.mirrord.sink.MirrorWriter`, pipeline.py) writes each stream's records
 in Kafka transactions on the target, under the transactional id `<prefix>-<stream>`, with the source
 positions they reach in the flow's positions topic and the offset syncs that pair them; the prefix and the
 topic are the flow's own (mirrord/identity.py: its name and the source cluster's id). Before a query
@@ -18,7 +18,7 @@ import logging
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from mirrord.errors import ConfigError, MirrordError
-from mirrord.identity import FlowIdentity, Legacy
+from mirrord.identity import Legacy
 from mirrord.kafka import admin
 from mirrord.kafka.admin import TP
 from mirrord.settings.flow import Flow
@@ -30,7 +30,6 @@ READ_TIMEOUT = 60.0
 # The producer's blocking calls (initTransactions, a commit) wait at most this long for a target away; Spark's
 # sink default (forever) would hold a task through an outage the supervisor already handles.
 MAX_BLOCK_MS = 60_000
-NOT_FOR_THE_WRITER = ("interceptor.classes",)
 
 
 def ensure_positions_topic(target: admin.Cluster, topic: str) -> None:
@@ -48,29 +47,17 @@ def ensure_positions_topic(target: admin.Cluster, topic: str) -> None:
 
 
 def producer_config(flow: Flow) -> dict[str, str]:
-    """The target's producer properties for the transactional producers: the sink's, without mirrord's
-    interceptor (the writer does its work), max.block.ms bounded."""
+    """The target's producer properties for the transactional producers: max.block.ms bounded."""
     config = flow.target_properties
-    others = [c for c in config.pop("interceptor.classes", "").split(",") if c and not c.startswith("io.mirrord.")]
-    if others:
-        config["interceptor.classes"] = ",".join(others)
     config["max.block.ms"] = str(min(int(config.get("max.block.ms", MAX_BLOCK_MS)), MAX_BLOCK_MS))
     return config
-
-
-def java_writer(spark, flow: Flow, identity: FlowIdentity, streams: int):
-    """The query's sink: an io.mirrord.sink.TransactionalWriter for `streams` streams."""
-    s = flow.settings
-    return spark._jvm.io.mirrord.sink.TransactionalWriter(
-        producer_config(flow), identity.transactional_prefix, streams, identity.positions_topic,
-        flow.offset_syncs_topic, s.offset_lag_max, s.transaction_interval_ms, flow.policy.target_prefix)
 
 
 def fence_zombies(spark, flow: Flow, prefix: str, streams: int) -> list[str]:
     """Every producer that wrote this flow's streams before (transactional ids `<prefix>-<n>`), fenced by the
     target's brokers (their open transactions aborted); the ids fenced. The JVM's own idle producers go first.
     `streams` 0: only the ids the target lists (an earlier release's)."""
-    spark._jvm.io.mirrord.sink.TransactionalWriter.closeAll()
+    spark._jvm.io.mirrord.sink.MirrorWriter.closeAll()
     try:
         ids = list(spark._jvm.io.mirrord.sink.Zombies.fence(producer_config(flow), prefix, streams, FENCE_TIMEOUT_MS))
     except Exception as exc:  # noqa: BLE001 - py4j wraps Kafka's errors

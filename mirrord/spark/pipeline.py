@@ -2,13 +2,13 @@
 
 Records never enter Python (docs/decisions.md §2). mirrord's own source (jvm/, `io.mirrord.source`,
 format `mirrord`: the whitelist's topics, `num.streams` streams each one consumer polling a group of
-partitions, topics and partitions that appear later picked up without a restart) → one `select` →
-Spark's own Kafka sink, all in the JVM. The select names the target topic (replication policy), keeps key,
-value, headers and partition, and wraps the key in an envelope (`mirrord_envelope`, a Java UDF) with the
-source timestamp and offset; mirrord's producer interceptor (jvm/, `io.mirrord.sink.MirrorInterceptor`)
-unwraps it before the record is sent, restores the timestamp, writes the offset syncs and counts the
-acknowledged positions. Spark commits each batch to its checkpoint only after every record was
-acknowledged: at-least-once.
+partitions, topics and partitions that appear later picked up without a restart) → the transforms → one
+`select` of plain columns → mirrord's own writer (jvm/, `io.mirrord.sink.MirrorWriter`), all in the JVM. The
+writer gives each stream a producer of its own and builds each record once from its row (key, value, headers,
+the source timestamp, the same partition number, the target topic the replication policy names); each record's
+send callback moves its source partition's position and feeds the offset syncs. At least once, a task's end
+waits for every record it sent and fails if one failed, so Spark commits a batch to its checkpoint only after
+the target acknowledged all of it; exactly once, the same writer writes in transactions (exactly_once.py).
 
 Two triggers run the same select (modes.py says which and why): real-time mode, one long task per
 stream, a batch being only a checkpoint interval (`checkpoint.interval.ms`); and micro-batch mode, a
@@ -26,15 +26,20 @@ from mirrord.identity import FlowIdentity
 from mirrord.settings import transforms
 from mirrord.settings.flow import Flow
 from mirrord.settings.keys import EXACTLY_ONCE
-from mirrord.settings.policy import Policy
 from mirrord.spark import exactly_once
 from mirrord.spark.modes import Mode
-from mirrord.spark.session import ENVELOPE_UDF, spark_session
+from mirrord.spark.session import spark_session
 
 log = logging.getLogger(__name__)
 SOURCE_FORMAT = "mirrord"  # io.mirrord.source.MirrordSource
 MAX_POLL_RECORDS = "5000"  # a stream's fetches (Kafka's default 500): measured faster in a backfill
 TOPIC_REFRESH_MS = 5000  # how often the source lists the topics: a new one starts within two looks
+# The writer's columns, in the order io.mirrord.sink.MirrorWriter reads them: the source topic (the writer names the
+# target topic once per source topic), key, value, headers, partition, source offset, source timestamp in ms.
+WRITER_COLUMNS = ("topic", "key", "value", "headers", "partition", "offset", "unix_millis(timestamp) AS timestamp")
+# Keys of producer.properties that size the producer's pool: with none of them set, mirrord sizes each stream's
+# producer for its partitions (io.mirrord.sink.StreamProducers, docs/decisions.md §2).
+POOL_KEYS = ("batch.size", "buffer.memory", "linger.ms")
 
 
 def _stage(records, t: transforms.Transform):
@@ -46,21 +51,31 @@ def _stage(records, t: transforms.Transform):
     return records
 
 
-def _sink_columns(records, policy: Policy):
-    """What the sink takes: topic (named by the policy), key in its envelope with the source timestamp and
-    offset (built after the transforms, around the transformed key), value, headers, partition."""
-    prefix = policy.target_prefix
-    return records.selectExpr(
-        f"concat({transforms.sql_string(prefix)}, topic) AS topic" if prefix else "topic",
-        f"{ENVELOPE_UDF[0]}(key, unix_millis(timestamp), offset, timestampType) AS key",
-        "value", "headers", "partition")
+def _writer_columns(records):
+    """What the writer takes (WRITER_COLUMNS), after the transforms: the transformed key, value and headers, the
+    source's own topic, partition, offset and timestamp."""
+    return records.selectExpr(*WRITER_COLUMNS)
 
 
 def mirrored(records, flow: Flow):
-    """The source's records, through the transforms in the order of the file, as the sink takes them."""
+    """The source's records, through the transforms in the order of the file, as the writer takes them."""
     for t in flow.settings.transforms:
         records = _stage(records, t)
-    return _sink_columns(records, flow.policy)
+    return _writer_columns(records)
+
+
+def java_writer(spark, flow: Flow, streams: int, partitions: int, identity: FlowIdentity | None = None):
+    """The query's sink: an io.mirrord.sink.MirrorWriter for `streams` streams over `partitions` source partitions
+    (the flow's at the start: each stream's producer is sized for its share), at least once, or exactly once
+    under the flow's `identity` (exactly_once.py)."""
+    s = flow.settings
+    sized = not any(key in s.producer.properties for key in POOL_KEYS)
+    writer = spark._jvm.io.mirrord.sink.MirrorWriter
+    common = (streams, partitions, sized, flow.offset_syncs_topic, s.offset_lag_max, flow.policy.target_prefix)
+    if s.delivery == EXACTLY_ONCE:
+        return writer.exactlyOnce(exactly_once.producer_config(flow), *common, identity.transactional_prefix,
+                                  identity.positions_topic, s.transaction_interval_ms)
+    return writer.atLeastOnce(flow.target_properties, *common)
 
 
 def _kafka_source_schema():
@@ -127,7 +142,7 @@ def check_transforms(spark, flow: Flow) -> None:
             analysed(lambda r=records, t=t: r.where(transforms.kept_condition(t)), t, "filter")
         analysed(lambda r=records, t=t: _stage(r, t), t, "topics")
         records = _stage(records, t)
-    analysed(lambda: _sink_columns(records, flow.policy), settings.transforms[-1], "topics")
+    analysed(lambda: _writer_columns(records), settings.transforms[-1], "topics")
 
 
 def check_transforms_alone(flow: Flow) -> None:
@@ -160,7 +175,7 @@ class Pipeline:
         self.flow = flow
 
     def records(self, starting: str, mode: Mode):
-        """The source, transformed, as the sink takes it."""
+        """The source, transformed, as the writer takes it."""
         s = self.flow.settings
         options = dict(self.flow.source_options.spark_options)
         options.setdefault("kafka.max.poll.records", MAX_POLL_RECORDS)
@@ -174,18 +189,15 @@ class Pipeline:
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
         return mirrored(reader.options(**options).load(), self.flow)
 
-    def start(self, starting: str, mode: Mode, identity: FlowIdentity | None = None):
-        """The query, started: into Spark's Kafka sink (at least once) or mirrord's transactional writer
-        (exactly once, exactly_once.py, under the flow's `identity`), which take the same columns."""
+    def start(self, starting: str, mode: Mode, partitions: int, identity: FlowIdentity | None = None):
+        """The query, started, into mirrord's writer (at least once, or exactly once under the flow's `identity`);
+        `partitions`: the source partitions the flow has now."""
         s = self.flow.settings
         writer = (self.records(starting, mode).writeStream
                   .queryName(f"mirrord-{s.flow}")
                   .option("checkpointLocation", str(s.checkpoint_dir)))
-        if s.delivery == EXACTLY_ONCE:
-            writer._jwrite = writer._jwrite.foreach(exactly_once.java_writer(self.spark, self.flow, identity,
-                                                                                 mode.streams))
-        else:
-            writer = writer.format("kafka").options(**self.flow.sink_options)
+        writer._jwrite = writer._jwrite.foreach(java_writer(self.spark, self.flow, mode.streams, partitions,
+                                                            identity))
         if mode.real_time:
             writer = writer.outputMode("update").trigger(realTime=f"{s.checkpoint_interval_ms} milliseconds")
         else:

@@ -24,6 +24,7 @@ from mirrord.spark import exactly_once, resume
 from mirrord.spark.modes import Mode
 from mirrord.spark.pipeline import Pipeline
 from mirrord.spark.session import (
+    WRITER,
     failure,
     flush_positions,
     in_flight,
@@ -89,7 +90,7 @@ class Query:
             where = resume.resume_committed(s, self.flow.source_options.starting, source, topics, committed, ids)
         else:
             where = resume.resume(s, self.flow.source_options.starting, source, topics)
-        self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode, identity)
+        self.handle = Pipeline(self.spark, self.flow).start(where.starting, self.mode, sum(topics.values()), identity)
         self._last_progress = time.monotonic()
         return where
 
@@ -132,8 +133,7 @@ class Query:
                 clean = settled(lambda: drained(self.spark), grace)
         else:
             clean = stop_between_batches(self.spark, self.handle, grace)
-        if self.flow.settings.delivery == EXACTLY_ONCE:
-            jvm_class(self.spark, "io.mirrord.sink.TransactionalWriter").closeAll()
+        jvm_class(self.spark, WRITER).closeAll()  # the streams' producers: what they hold delivered, syncs written
         if not flush_positions(self.spark):  # the JVM commits every 250 ms; the last ones now
             log.warning("cannot commit the last acknowledged positions to group %s now; the next start copies "
                         "what they cover again", self.flow.settings.group_id)

@@ -1,9 +1,9 @@
 """Spark's side of mirrord: the JVM, the SparkSession and what mirrord asks of them.
 
 One SparkSession per process, kept across query restarts and reloads, in a JVM of its own process
-group (signals are mirrord's). mirrord's jar (jvm/) rides along: the envelope UDF, the producer
-interceptor and a Spark plugin that brings the interceptors' counts and acknowledged positions from
-every executor to the driver, where `jvm_totals` reads them.
+group (signals are mirrord's). mirrord's jar (jvm/) rides along: its source, its writer and a Spark plugin
+that brings the writers' counts and acknowledged positions from every executor to the driver, where
+`jvm_totals` reads them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from mirrord.settings.redact import SECRET_KEY, redact
 log = logging.getLogger(__name__)
 
 
-ENVELOPE_UDF = ("mirrord_envelope", "io.mirrord.sink.EnvelopeUdf")
+WRITER = "io.mirrord.sink.MirrorWriter"
 PLUGIN = "io.mirrord.metrics.MirrordPlugin"
 # The JVM options mirrord sets (its log4j2 configuration) and a [spark] section adds to.
 JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
@@ -72,14 +72,12 @@ def spark_session(settings: Settings, master: str):
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
-    from pyspark.sql.types import BinaryType
 
     conf = SparkConf().setMaster(master).setAppName(f"mirrord-{settings.flow}")
     conf.setAll(spark_conf(settings, connector_jars()).items())
     try:
         _launch_jvm(conf)
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
-        spark.udf.registerJavaFunction(*ENVELOPE_UDF, BinaryType())
         spark._jvm.io.mirrord.sink.DroppedUdf.register(spark._jsparkSession)
     except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
         first = redact(str(exc).splitlines()[0])
@@ -141,7 +139,7 @@ def quiet_task_aborts(spark):
 
 
 def jvm_totals(spark) -> dict:
-    """Records, bytes and replication latency counted by the interceptors on every executor, and the
+    """Records, bytes and replication latency counted by the writers on every executor, and the
     acknowledged position of every source partition, as the metrics plugin gathered them on the driver
     (cumulative since the session started; this JVM's own executor's counts included up to now)."""
     return json.loads(jvm_class(spark, PLUGIN).totalsJson())
@@ -164,9 +162,9 @@ def flush_positions(spark) -> bool:
 
 def in_flight(spark) -> int:
     """Records this JVM's producers sent and the target has not yet acknowledged (or failed): after a
-    query stopped, its cached producers still deliver what they buffered. Executors of a Spark cluster
+    query stopped, the streams' producers still deliver what they buffered. Executors of a Spark cluster
     are other JVMs: there, nothing is known (0)."""
-    return int(jvm_class(spark, "io.mirrord.sink.MirrorInterceptor").inFlight())
+    return int(jvm_class(spark, WRITER).inFlight())
 
 
 def java_members(spark, flow: Flow) -> Callable[[str, float], list[admin.Member]]:
@@ -202,7 +200,7 @@ TIMEOUT = "org.apache.kafka.common.errors.TimeoutException"  # a cluster did not
 LAPSED = "io.mirrord.fencing.FencedError"  # a send refused: the lease lapsed (an outage; a halt ends the JVM instead)
 OUT_OF_RANGE = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
 # exactly once: a transaction aborted (a record refused, the producer fenced): copied again from the target's positions
-TRANSACTION = "io.mirrord.sink.StreamTransactions$TransactionFailed"
+TRANSACTION = "io.mirrord.sink.TransactionFailed"
 # Spark's reason for a task whose executor was lost (a TaskEndReason: only its name in the job's error message)
 EXECUTOR_LOST = "ExecutorLostFailure"
 

@@ -62,7 +62,7 @@ class Mirroring:
 
     def start(self) -> None:
         flow = self.flow
-        self.translation.prepare()  # the offset-syncs topic, before the interceptors write to it
+        self.translation.prepare()  # the offset-syncs topic, before the writer writes to it
         if flow.settings.delivery == EXACTLY_ONCE:
             exactly_once.ensure_positions_topic(self.target, self.identity().positions_topic)
         for name in DELIVERIES:

@@ -284,9 +284,9 @@ def test_metrics_count_every_mirrored_record_and_lag_returns_to_zero(kafka_pair,
 
 
 def test_keys_and_headers_that_look_like_mirrords_own_are_mirrored_unchanged(kafka_pair, mirror):
-    """mirrord carries each record's source timestamp and offset in an envelope around the key, which its
-    producer interceptor removes: a source record whose key is such an envelope, or whose headers carry
-    mirrord's names, must arrive exactly as it was."""
+    """A source record whose key looks like the envelope earlier releases wrapped keys in (source timestamp and
+    offset, for their producer interceptor), or whose headers carry mirrord's names, arrives exactly as it was:
+    the writer takes plain columns and reads nothing into keys or headers."""
     source, target = kafka_pair
     topic = f"{mirror.prefix}-lookalike"
     create_topic(source.bootstrap, topic, 2)

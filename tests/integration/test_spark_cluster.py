@@ -126,7 +126,7 @@ def test_a_flow_with_a_standalone_master_mirrors_every_field(kafka_pair, unique,
         produce(source.bootstrap, topic, varied_records(150, 3, seed=32))  # and while it runs
         wait_until(mirrored(450), 120, f"{topic} streamed through the standalone cluster")
         assert_same_records(source.bootstrap, target.bootstrap, topic)
-        # The records were sent by the workers' executors, not the driver: their interceptors' counts reach
+        # The records were sent by the workers' executors, not the driver: their writers' counts reach
         # the driver's /metrics through mirrord's Spark plugin (README, "Scaling out").
         records = [*varied_records(300, 3, seed=31), *varied_records(150, 3, seed=32)]
         wait_until(lambda: metric_value(daemon.metrics(), "mirrord_records_total", topic=topic) == 450, 60,

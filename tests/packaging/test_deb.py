@@ -54,7 +54,7 @@ def test_deb_ships_venv_jars_launcher_and_units(listing: dict[str, str]) -> None
     jars = {Path(p).name for p in listing if p.startswith("/opt/mirrord/share/mirrord/jars/")}
     cached = {p.name for p in (ROOT / ".cache" / "jars" / "spark").glob("*.jar")}
     assert jars == cached and any(j.startswith("spark-sql-kafka-0-10") for j in jars)
-    assert "mirrord-jvm.jar" in jars  # the interceptor, built from jvm/ by Maven
+    assert "mirrord-jvm.jar" in jars  # mirrord's source and writer, built from jvm/ by Maven
 
 
 def test_deb_is_at_most_200_mb(deb: Built) -> None:

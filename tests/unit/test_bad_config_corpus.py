@@ -108,7 +108,7 @@ CASES: dict[str, Case] = {
                                                     "StringDeserializer\n"),
     "consumer-interceptor": Case(("consumer.properties", "interceptor.classes", "consumer interceptors"),
                                  consumer=CONSUMER + "interceptor.classes=com.example.Audit\n"),
-    "transactional-id": Case(("producer.properties", "transactional.id", "does not write transactions"),
+    "transactional-id": Case(("producer.properties", "transactional.id", "names each stream's transactions itself"),
                              producer=PRODUCER + "transactional.id=m1\n"),
     "mirrord-key-in-producer": Case(("producer.properties", "mirrord.offset.lag.max", "mirrord's own"),
                                     producer=PRODUCER + "mirrord.offset.lag.max=5\n"),

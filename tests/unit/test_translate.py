@@ -40,7 +40,7 @@ def test_consumer_keys_spark_cannot_take_are_refused_with_file_and_key(key, valu
     assert str(exc.value).startswith(f"/etc/mirrord/x.properties: {key}: ") and message in str(exc.value)
 
 
-def test_producer_properties_pass_to_spark_sink_with_safe_defaults_and_mirrords_interceptor_first():
+def test_producer_properties_pass_to_the_writers_producers_with_safe_defaults_and_their_own_interceptors():
     options, ignored = sink_options(cfg(**{
         "delivery.timeout.ms": "60000", "compression.type": "lz4", "partitioner.class": "x.Partitioner",
         "interceptor.classes": "com.example.Audit", "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
@@ -50,7 +50,7 @@ def test_producer_properties_pass_to_spark_sink_with_safe_defaults_and_mirrords_
         "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN",
         "kafka.acks": "all", "kafka.enable.idempotence": "true", "kafka.linger.ms": "5", "kafka.batch.size": "65536",
         "kafka.max.block.ms": "9223372036854775807",  # the file's delivery.timeout.ms wins; the outage default stays
-        "kafka.interceptor.classes": "io.mirrord.sink.MirrorInterceptor,com.example.Audit"}
+        "kafka.interceptor.classes": "com.example.Audit"}
     assert "partitioner.class" in ignored
 
 
@@ -68,7 +68,7 @@ def test_without_idempotence_one_request_in_flight_keeps_order():
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("value.serializer", "org.apache.kafka.common.serialization.StringSerializer", "copied as bytes"),
-    ("transactional.id", "m1", "does not write transactions"),
+    ("transactional.id", "m1", "names each stream's transactions itself"),
     ("mirrord.offset.lag.max", "5", "mirrord's own"),
 ])
 def test_producer_keys_the_sink_cannot_take_are_refused_with_file_and_key(key, value, message):

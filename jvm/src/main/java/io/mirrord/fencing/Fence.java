@@ -1,7 +1,5 @@
 package io.mirrord.fencing;
 
-import io.mirrord.sink.MirrorInterceptor;
-
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
@@ -13,7 +11,7 @@ import org.slf4j.LoggerFactory;
  * its last confirmed membership, and pulses ({@link #pulse}) every 250 ms to say it still answers. Records
  * are sent only while the lease holds by both clocks, monotonic ({@link Clock#nanos}) and wall
  * ({@link Clock#wallMillis}: a suspended VM's monotonic clock does not count the suspension, its wall clock
- * does once corrected): {@link MirrorInterceptor#onSend} refuses every other one.
+ * does once corrected): mirrord's writer refuses every other one.
  *
  * <p>States: {@link State#OFF} (no lease: leader election off, or released for a clean stop; nothing is
  * refused), {@link State#HELD}, {@link State#LAPSED} (the lease ran out while the supervisor answered: it
@@ -22,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * quarantine after the lapse) and {@link State#FENCED} (the lease ran out while the supervisor did not
  * answer: a frozen supervisor, a GC pause or a suspended VM longer than a second around the lapse; or the
  * supervisor revoked it, another host holding the flow). FENCED halts the JVM with status 75 at once, from
- * whichever thread sees it first: a task's {@code onSend}, the producer's I/O thread failing an expired
+ * whichever thread sees it first: a task's send, the producer's I/O thread failing an expired
  * batch ({@link #guard}, before that turn's requests go out), or the watchdog thread, every
  * {@value #CHECK_MS} ms. A lapse is judged with the pulses received before it: a thawed supervisor's first
  * call cannot excuse it.
@@ -89,7 +87,7 @@ public final class Fence {
         jvm = fence;
     }
 
-    /** Whether this JVM may send a record now (the interceptor, per record; the group committer). */
+    /** Whether this JVM may send a record now (the writer, per record; the group committer). */
     public static boolean open() {
         return jvm.permits();
     }

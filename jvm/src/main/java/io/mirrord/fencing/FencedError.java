@@ -1,10 +1,8 @@
 package io.mirrord.fencing;
 
-import io.mirrord.sink.EnvelopeError;
-
 /**
- * A record refused because this host's {@link Fence} lapsed. An {@link Error} for the reason
- * {@link EnvelopeError} is one: Kafka's interceptor chain would send the record anyway on an exception.
+ * A record refused because this host's {@link Fence} lapsed. An {@link Error}, so that no handler of exceptions
+ * between the writer and Spark's task takes it for a record's failure; Spark fails the task with it.
  */
 public final class FencedError extends Error {
     private static final long serialVersionUID = 1L;

@@ -1,6 +1,6 @@
 package io.mirrord.metrics;
 
-import io.mirrord.sink.MirrorInterceptor;
+import io.mirrord.sink.MirrorWriter;
 
 import io.mirrord.positions.Positions;
 import java.util.Map;
@@ -16,12 +16,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code spark.plugins=io.mirrord.metrics.MirrordPlugin}: brings the interceptors' counts ({@link Stats#EXECUTOR})
+ * {@code spark.plugins=io.mirrord.metrics.MirrordPlugin}: brings the writers' counts ({@link Stats#EXECUTOR})
  * from every executor to the driver, every {@value #INTERVAL_CONF} ms (default 250), where Python
  * reads them with {@code spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson()}.
  *
- * <p>When an executor stops, the interceptors' delayed offset syncs are written first
- * ({@link MirrorInterceptor#flushAll}), so that they are neither lost nor left out of the last counts.
+ * <p>When an executor stops, the streams' senders it keeps are closed first ({@link MirrorWriter#closeAll}): what
+ * they buffered is delivered and their delayed offset syncs written, neither lost nor left out of the last counts.
  *
  * <p>In local mode the executor runs in the driver's JVM; the counts are still moved from
  * {@link Stats#EXECUTOR} to a separate driver-side {@link Stats}, so nothing is counted twice.
@@ -117,10 +117,7 @@ public final class MirrordPlugin implements SparkPlugin {
                     Thread.currentThread().interrupt();
                 }
             }
-            if (!MirrorInterceptor.flushAll(MirrorInterceptor.CLOSE_TIMEOUT)) {
-                log.warn("offset syncs still unacknowledged after {} ms; they may be lost",
-                        MirrorInterceptor.CLOSE_TIMEOUT.toMillis());
-            }
+            MirrorWriter.closeAll();
             if (sender != null) {
                 ship();
             }

@@ -1,23 +1,18 @@
 package io.mirrord.metrics;
 
 import io.mirrord.sink.DroppedUdf;
-import io.mirrord.sink.MirrorInterceptor;
 
 import java.io.Serializable;
-import java.math.BigDecimal;
 import java.util.HashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * What the interceptors count: records and bytes per target topic, a replication-latency histogram,
+ * What the writers count: records and bytes per target topic, a replication-latency histogram,
  * offset syncs written and failed; and what the transforms drop, per transform and source topic
- * ({@link DroppedUdf}). Executors count into {@link #EXECUTOR} (an interceptor per target partition into
+ * ({@link DroppedUdf}). Executors count into {@link #EXECUTOR} (a stream's writer per source partition into
  * a {@link Tally}, which {@link #drain()} collects); {@link MirrordPlugin} moves those counts to the
  * driver with {@link #drain()} and {@link #add(Delta)}.
  */
@@ -36,18 +31,18 @@ public final class Stats {
     /** A latency not known (a record without a timestamp). */
     public static final long NO_LATENCY = Long.MIN_VALUE;
 
-    /** What the interceptors in this JVM count into (declared after the bounds it needs to be built). */
+    /** What the writers in this JVM count into (declared after the bounds it needs to be built). */
     public static final Stats EXECUTOR = new Stats();
 
-    private final Map<String, Topic> topics = new ConcurrentHashMap<>();
-    private final LongAdder[] latencyCounts = new LongAdder[BUCKETS];
-    private final LongAdder latencySumMs = new LongAdder();
-    private final LongAdder syncs = new LongAdder();
-    private final LongAdder syncErrors = new LongAdder();
-    private final LongAdder transactions = new LongAdder();  // exactly once: committed
-    private final LongAdder aborted = new LongAdder();  // exactly once: aborted
-    private final Map<String, Map<String, LongAdder>> filtered = new ConcurrentHashMap<>();  // transform → topic
-    private final Map<String, Map<Integer, Position>> positions = new ConcurrentHashMap<>();  // source topic → partition
+    final Map<String, Topic> topics = new ConcurrentHashMap<>();
+    final LongAdder[] latencyCounts = new LongAdder[BUCKETS];
+    final LongAdder latencySumMs = new LongAdder();
+    final LongAdder syncs = new LongAdder();
+    final LongAdder syncErrors = new LongAdder();
+    final LongAdder transactions = new LongAdder();  // exactly once: committed
+    final LongAdder aborted = new LongAdder();  // exactly once: aborted
+    final Map<String, Map<String, LongAdder>> filtered = new ConcurrentHashMap<>();  // transform → topic
+    final Map<String, Map<Integer, AckedPosition>> positions = new ConcurrentHashMap<>();  // source topic → partition
     private final Set<Tally> tallies = ConcurrentHashMap.newKeySet();
 
     public Stats() {
@@ -83,22 +78,22 @@ public final class Stats {
         syncErrors.increment();
     }
 
-    /** The acknowledged position of a source partition, made on first use; the interceptor keeps the reference. */
-    Position position(String topic, int partition) {
-        Map<Integer, Position> partitions = positions.get(topic);
+    /** The acknowledged position of a source partition, made on first use; the writer keeps the reference. */
+    AckedPosition position(String topic, int partition) {
+        Map<Integer, AckedPosition> partitions = positions.get(topic);
         if (partitions == null) {
             partitions = positions.computeIfAbsent(topic, t -> new ConcurrentHashMap<>());
         }
-        Position position = partitions.get(partition);
-        return position != null ? position : partitions.computeIfAbsent(partition, p -> new Position());
+        AckedPosition position = partitions.get(partition);
+        return position != null ? position : partitions.computeIfAbsent(partition, p -> new AckedPosition());
     }
 
     /**
      * A tally of one target partition's records, counted into this Stats at each {@link #drain()}: the
-     * interceptor's per-record counting, free of shared counters.
+     * writer's per-record counting, free of shared counters.
      */
     public Tally tally(String targetTopic, String sourceTopic, int partition) {
-        Tally tally = new Tally(topic(targetTopic), position(sourceTopic, partition));
+        Tally tally = new Tally(topic(targetTopic), position(sourceTopic, partition), latencyCounts, latencySumMs);
         tallies.add(tally);
         return tally;
     }
@@ -109,7 +104,7 @@ public final class Stats {
         }
     }
 
-    /** Counts what {@code tally} holds and forgets it (its interceptor closed). */
+    /** Counts what {@code tally} holds and forgets it (its writer closed). */
     public void release(Tally tally) {
         tally.moveOut();
         tallies.remove(tally);
@@ -184,73 +179,12 @@ public final class Stats {
     }
 
     /**
-     * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"filtered":{"transform":{"source topic":7}},
-     * "latency":{"bounds":[0.005,...,3600],"counts":[16 counts, not cumulative, the last one above 3600 s],
-     * "sum":1.234},"syncs":5,"sync_errors":0,"positions":{"source topic":{"0":42}}}}, a position being what this Stats
-     * saw acknowledged (in the partition's latest incarnation): for tests and diagnostics; the positions that
+     * The counts so far, as JSON ({@link StatsJson}): for the supervisor, tests and diagnostics; the positions that
      * count are their owner's, {@link io.mirrord.positions.Positions}.
      */
     public String toJson() {
         countTallies();
-        StringBuilder json = new StringBuilder(256).append("{\"topics\":{");
-        String separator = "";
-        for (Map.Entry<String, Topic> e : new TreeMap<>(topics).entrySet()) {
-            json.append(separator);
-            appendString(json, e.getKey());
-            json.append(":{\"records\":").append(e.getValue().records.sum())
-                    .append(",\"bytes\":").append(e.getValue().bytes.sum()).append('}');
-            separator = ",";
-        }
-        json.append("},\"filtered\":{");
-        separator = "";
-        for (Map.Entry<String, Map<String, LongAdder>> t : new TreeMap<>(filtered).entrySet()) {
-            json.append(separator);
-            appendString(json, t.getKey());
-            String inner = ":{";
-            for (Map.Entry<String, LongAdder> e : new TreeMap<>(t.getValue()).entrySet()) {
-                json.append(inner);
-                appendString(json, e.getKey());
-                json.append(':').append(e.getValue().sum());
-                inner = ",";
-            }
-            json.append(inner.equals(":{") ? ":{}" : "}");
-            separator = ",";
-        }
-        json.append("},\"latency\":{\"bounds\":[");
-        for (int i = 0; i < BOUNDS_SECONDS.length; i++) {
-            json.append(i == 0 ? "" : ",").append(BigDecimal.valueOf(BOUNDS_SECONDS[i]).stripTrailingZeros().toPlainString());
-        }
-        json.append("],\"counts\":[");
-        for (int i = 0; i < BUCKETS; i++) {
-            json.append(i == 0 ? "" : ",").append(latencyCounts[i].sum());
-        }
-        json.append("],\"sum\":").append(String.format(Locale.ROOT, "%.3f", latencySumMs.sum() / 1000.0))
-                .append("},\"syncs\":").append(syncs.sum())
-                .append(",\"sync_errors\":").append(syncErrors.sum())
-                .append(",\"transactions\":{\"committed\":").append(transactions.sum())
-                .append(",\"aborted\":").append(aborted.sum()).append('}');
-        json.append(",\"positions\":{");
-        separator = "";
-        for (Map.Entry<String, Map<Integer, Position>> t : new TreeMap<>(positions).entrySet()) {
-            String inner = ":{";
-            for (Map.Entry<Integer, Position> e : new TreeMap<>(t.getValue()).entrySet()) {
-                long next = e.getValue().get();
-                if (next < 0) {
-                    continue;  // nothing acknowledged yet
-                }
-                if (inner.equals(":{")) {
-                    json.append(separator);
-                    appendString(json, t.getKey());
-                    separator = ",";
-                }
-                json.append(inner).append('"').append(e.getKey()).append("\":").append(next);
-                inner = ",";
-            }
-            if (!inner.equals(":{")) {
-                json.append('}');
-            }
-        }
-        return json.append("}}").toString();
+        return StatsJson.of(this);
     }
 
     /** Counts moved out of one {@link Stats} by {@link #drain()}, to be added to another. */
@@ -281,122 +215,10 @@ public final class Stats {
         }
     }
 
-    /** One topic's counters; the interceptor keeps a reference per partition instead of a lookup per record. */
+    /** One topic's counters; the writer keeps a reference per partition instead of a lookup per record. */
     static final class Topic {
         final LongAdder records = new LongAdder();
         final LongAdder bytes = new LongAdder();
-    }
-
-    /**
-     * One target partition's counts, kept by the one {@link MirrorInterceptor} pairing that writes its records:
-     * plain fields under this object's monitor, which the pairing holds anyway, moved into the shared counters
-     * by {@link #drain()}. Measured: LongAdders and an AtomicLong touched per record by every task thread and the
-     * producer's I/O thread were the interceptor's largest cost on two cores.
-     */
-    public final class Tally {
-        private final Topic topic;
-        private final Position position;
-        private long records;  // all guarded by this
-        private long bytes;
-        private final long[] latencyCounts = new long[BUCKETS];
-        private long latencySumMs;
-        private long incarnation = Long.MIN_VALUE;
-        private long next = -1;
-
-        private Tally(Topic topic, Position position) {
-            this.topic = topic;
-            this.position = position;
-        }
-
-        /** A record of {@code size} bytes (key and value) sent; the caller holds this tally's monitor. */
-        public void sent(long size) {
-            bytes += size;
-        }
-
-        /**
-         * A record acknowledged {@code latencyMs} after its timestamp ({@link #NO_LATENCY}: unknown); the caller
-         * holds this tally's monitor.
-         */
-        public void acknowledged(long latencyMs) {
-            records++;
-            if (latencyMs != NO_LATENCY) {
-                long ms = Math.max(0, latencyMs);  // clock skew: counted as 0
-                latencyCounts[bucket(ms)]++;
-                latencySumMs += ms;
-            }
-        }
-
-        /**
-         * The source partition acknowledged up to {@code offset} (exclusive), read in {@code incarnation}; the
-         * caller holds this tally's monitor.
-         */
-        public void advance(long incarnation, long offset) {
-            if (incarnation != this.incarnation) {
-                this.incarnation = incarnation;
-                next = offset;
-            } else {
-                next = Math.max(next, offset);
-            }
-        }
-
-        private synchronized void moveOut() {
-            if (records != 0) {
-                topic.records.add(records);
-                records = 0;
-            }
-            if (bytes != 0) {
-                topic.bytes.add(bytes);
-                bytes = 0;
-            }
-            for (int i = 0; i < BUCKETS; i++) {
-                if (latencyCounts[i] != 0) {
-                    Stats.this.latencyCounts[i].add(latencyCounts[i]);
-                    latencyCounts[i] = 0;
-                }
-            }
-            if (latencySumMs != 0) {
-                Stats.this.latencySumMs.add(latencySumMs);
-                latencySumMs = 0;
-            }
-            if (next >= 0) {
-                position.advance(incarnation, next);
-            }
-        }
-    }
-
-    /**
-     * The source offset after the last record of one source partition the target acknowledged, every record
-     * sent before it acknowledged too (-1: none yet), in the partition's incarnation (docs/decisions.md §10):
-     * within one it only moves forward, a later one replaces it, an earlier one is ignored.
-     */
-    static final class Position {
-        private long incarnation = Long.MIN_VALUE;  // all guarded by this
-        private long next = -1;
-        private long shippedIncarnation = Long.MIN_VALUE;
-        private long shipped = -1;
-
-        synchronized void advance(long incarnation, long offset) {
-            if (incarnation > this.incarnation) {
-                this.incarnation = incarnation;
-                next = offset;
-            } else if (incarnation == this.incarnation && offset > next) {
-                next = offset;
-            }
-        }
-
-        synchronized long get() {
-            return next;
-        }
-
-        /** {incarnation, next} if it moved since the last call, else null. */
-        synchronized long[] takeNew() {
-            if (next < 0 || (incarnation == shippedIncarnation && next <= shipped)) {
-                return null;
-            }
-            shippedIncarnation = incarnation;
-            shipped = next;
-            return new long[] {incarnation, next};
-        }
     }
 
     Topic topic(String name) {
@@ -404,7 +226,7 @@ public final class Stats {
         return t != null ? t : topics.computeIfAbsent(name, n -> new Topic());
     }
 
-    private static int bucket(long ms) {
+    static int bucket(long ms) {
         for (int i = 0; i < BOUNDS_MS.length; i++) {
             if (ms <= BOUNDS_MS[i]) {
                 return i;
@@ -417,27 +239,5 @@ public final class Stats {
         long value = adder.sum();
         adder.add(-value);
         return value;
-    }
-
-    private static void appendString(StringBuilder json, String s) {
-        json.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> json.append("\\\"");
-                case '\\' -> json.append("\\\\");
-                case '\n' -> json.append("\\n");
-                case '\r' -> json.append("\\r");
-                case '\t' -> json.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        json.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-                    } else {
-                        json.append(c);
-                    }
-                }
-            }
-        }
-        json.append('"');
     }
 }

@@ -9,7 +9,7 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * The executor's side of a source partition's incarnation (docs/decisions.md §10): the number the driver's
  * {@link Positions} gave the partition when it planned the batch being read, set by the source's reader
- * before it hands out a record, read by the producer interceptor as each record is sent, so that every
+ * before it hands out a record, read by mirrord's writer as each record is sent, so that every
  * acknowledgement names the incarnation of the record it acknowledges. {@link #UNKNOWN} (a partition a
  * reader found or saw rewind on its own, mid-batch): acknowledgements the driver does not count. Beside it, each
  * source topic's id as the driver knew it when it planned the batch (null: not known yet), which exactly once
@@ -23,7 +23,7 @@ public final class Incarnations {
     private Incarnations() {
     }
 
-    /** The holder of a partition's incarnation, kept by the interceptor's pairing (no lookup per record). */
+    /** The holder of a partition's incarnation, kept by the writer per source partition (no lookup per record). */
     public static AtomicLong of(String topic, int partition) {
         return CURRENT.computeIfAbsent(new TopicPartition(topic, partition), tp -> new AtomicLong(UNKNOWN));
     }

@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * what the supervisor reads for lag, STATUS and resume.
  *
  * <p>Two inputs move a position forward, both only within the partition's current incarnation: the
- * interceptors' acknowledgements ({@link #acknowledged}, tagged with the incarnation the record was read
+ * writers' acknowledgements ({@link #acknowledged}, tagged with the incarnation the record was read
  * in), and the end of a batch Spark committed ({@link #batchEnded}: every record below it was acknowledged,
  * or never needed to be: transaction markers, records a transform dropped). A new incarnation begins when
  * the source goes back (a batch ends below the position: the topic was recreated under the reader) or the

@@ -1,7 +1,6 @@
 package io.mirrord.sink;
 
 import io.mirrord.positions.Incarnations;
-import io.mirrord.sink.StreamTransactions.TransactionFailed;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

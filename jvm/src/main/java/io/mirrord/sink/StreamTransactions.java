@@ -3,16 +3,10 @@ package io.mirrord.sink;
 import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
 import io.mirrord.metrics.Stats;
-import io.mirrord.positions.Incarnations;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.producer.Producer;
@@ -35,11 +29,10 @@ import org.slf4j.LoggerFactory;
  * a committed transaction counts: the records' metrics and the acknowledged positions (which the
  * positions' owner commits to the source group for the lag tools) move at commit.
  *
- * <p>Locking: the task's thread sends and the timer commits, both holding this object's monitor. The
- * producer's callbacks (its I/O thread) take no lock of ours: a commit holds the monitor while it waits
- * for them ({@code flush}).
+ * <p>Locking: the task's thread sends and the timer commits, both holding this object's monitor. The producer's
+ * callbacks (its I/O thread) take no lock of ours: a commit holds the monitor while it waits for them.
  */
-final class StreamTransactions implements AutoCloseable {
+final class StreamTransactions implements StreamSender {
     private static final Logger log = LoggerFactory.getLogger(StreamTransactions.class);
     private final Producer<byte[], byte[]> producer;
     final String id;
@@ -50,17 +43,17 @@ final class StreamTransactions implements AutoCloseable {
     private final LongSupplier clock;
     /** What the stream's earlier owners committed; the task's thread only (handed over with this object). */
     final CommittedPositions earlier;
-    private final Map<TopicPartition, Pending> pending = new LinkedHashMap<>();  // in the open transaction
-    private final Map<TopicPartition, Source> sources = new HashMap<>();
+    private final Map<TopicPartition, PendingPosition> pending = new LinkedHashMap<>();  // in the open transaction
+    private final SourcePartitions sources;
     private boolean open;
     private long begunAt;
     private volatile RuntimeException failure;  // the first failed send of the open transaction
     private boolean closed;
-    private long committed;  // transactions committed, for tests and the log
+    private long committed;  // transactions committed
 
     /** {@code committed}: reads the positions the stream's earlier owners committed, once they are fenced. */
     StreamTransactions(Producer<byte[], byte[]> producer, String id, String positionsTopic, String syncsTopic,
-                       long offsetLagMax, long intervalMs, Stats stats, LongSupplier clock,
+                       long offsetLagMax, long intervalMs, Stats stats, String targetPrefix, LongSupplier clock,
                        Supplier<CommittedPositions> committed) {
         this.producer = producer;
         this.id = id;
@@ -70,6 +63,7 @@ final class StreamTransactions implements AutoCloseable {
         this.clock = clock;
         this.syncs = syncsTopic == null || syncsTopic.isEmpty() ? null
                 : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, 0, stats, false);
+        this.sources = new SourcePartitions(targetPrefix, stats, syncs);
         try {
             producer.initTransactions();  // fences every earlier producer of this id, aborting its open transaction
             HoldPoint.reach("init");
@@ -79,35 +73,47 @@ final class StreamTransactions implements AutoCloseable {
         this.earlier = committed.get();  // only now: no earlier producer of the stream can commit any more
     }
 
-    /** One record of {@code source} at {@code sourceOffset}, sent in the open transaction (begun if none is). */
-    synchronized void send(TopicPartition source, long sourceOffset, String targetTopic, Integer partition,
-                           Long timestampMs, byte[] key, byte[] value, Headers headers) {
+    @Override
+    public String id() {
+        return id;
+    }
+
+    @Override
+    public SourcePartitions partitions() {
+        return sources;
+    }
+
+    /**
+     * One record of {@code s} at {@code sourceOffset}, sent in the open transaction (begun if none is), unless
+     * the stream's earlier owners committed it; a transaction that is due is committed.
+     */
+    @Override
+    public synchronized void send(SourcePartition s, long sourceOffset, Long timestampMs, byte[] key, byte[] value,
+                                  Headers headers) {
+        if (earlier.copied(s.tp, sourceOffset)) {
+            return;
+        }
         RuntimeException failed = failure;
         if (failed != null) {
             throw failed;
         }
         if (!Fence.open()) {
-            throw new FencedError("not sent to " + targetTopic + ": this host's lease lapsed (fenced)");
+            throw new FencedError("not sent to " + s.target + ": this host's lease lapsed (fenced)");
         }
         if (!open) {
             begin();
         }
-        Source s = sources.computeIfAbsent(source, tp -> new Source(tp, targetTopic));
-        pending.computeIfAbsent(source, tp -> new Pending(s)).add(sourceOffset, timestampMs == null ? -1 : timestampMs);
-        synchronized (s.tally) {
-            s.tally.sent((key == null ? 0 : key.length) + (value == null ? 0 : value.length));
-        }
-        ProducerRecord<byte[], byte[]> record =
-                new ProducerRecord<>(s.target, partition, timestampMs, key, value, headers);
+        pending.computeIfAbsent(s.tp, tp -> new PendingPosition(s)).add(sourceOffset, timestampMs == null ? -1
+                : timestampMs, (key == null ? 0 : key.length) + (value == null ? 0 : value.length));
         try {
-            producer.send(record, (metadata, e) -> {
+            producer.send(new ProducerRecord<>(s.target, s.partition, timestampMs, key, value, headers), (metadata, e) -> {
                 if (e != null) {
                     remember(e instanceof ProducerFencedException || e instanceof InvalidProducerEpochException
                             ? fenced((RuntimeException) e)
                             : new TransactionFailed("a record for " + s.target + " failed in transaction of " + id
                                     + ": " + e, e));
                 } else if (syncs != null && metadata.hasOffset()) {
-                    syncs.acked(s.syncState, sourceOffset, metadata.offset());
+                    syncs.acked(s.syncs, sourceOffset, metadata.offset());
                 }
             });
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
@@ -115,6 +121,55 @@ final class StreamTransactions implements AutoCloseable {
         } catch (IllegalStateException | KafkaException e) {  // the producer's transaction is in error already
             throw remember(new TransactionFailed("a record for " + s.target + " not sent in transaction of " + id
                     + ": " + e, e));
+        }
+        HoldPoint.reach("open");
+        commitIfDue();
+    }
+
+    /** The task's batch ended: its last transaction commits; one that cannot is aborted, and this throws. */
+    @Override
+    public void taskEnded() {
+        logSkipped();
+        try {
+            HoldPoint.reach("boundary");
+            commit();
+        } catch (RuntimeException e) {
+            abortQuietly();
+            throw e;
+        }
+    }
+
+    /** The task failed: the open transaction is aborted (the stream's next owner copies it again), and closed. */
+    @Override
+    public boolean taskFailed() {
+        logSkipped();
+        abortQuietly();
+        close();
+        return false;
+    }
+
+    @Override
+    public long inFlight() {
+        return 0;  // a transaction's records count at its commit, never later
+    }
+
+    @Override
+    public void tick() {
+        commitIfDue();
+    }
+
+    private void logSkipped() {
+        long skipped = earlier.takeSkipped();
+        if (skipped > 0) {
+            log.warn("transactional id {}: {} records of this batch were committed by an earlier attempt of its task, "
+                    + "not copied again", id, skipped);
+        }
+    }
+    private void abortQuietly() {
+        try {
+            abort();
+        } catch (RuntimeException e) {
+            log.debug("abort of {} failed: {}", id, e.toString());
         }
     }
 
@@ -149,7 +204,7 @@ final class StreamTransactions implements AutoCloseable {
                 syncs.flushPending();
                 syncs.sendQueued();
             }
-            for (Pending p : pending.values()) {
+            for (PendingPosition p : pending.values()) {
                 producer.send(new ProducerRecord<>(positionsTopic, null, CommittedPositions.key(p.source.tp),
                         CommittedPositions.value(p.next, p.topicId)));
             }
@@ -163,7 +218,7 @@ final class StreamTransactions implements AutoCloseable {
             throw remember(new TransactionFailed("transaction of " + id + " not committed: " + e, e));
         }
         long now = System.currentTimeMillis();
-        for (Pending p : pending.values()) {
+        for (PendingPosition p : pending.values()) {
             p.counted(now);
         }
         pending.clear();
@@ -179,7 +234,7 @@ final class StreamTransactions implements AutoCloseable {
             open = false;
             if (syncs != null) {
                 syncs.takeQueued();
-                sources.values().forEach(s -> syncs.reset(s.syncState));
+                sources.forEach(s -> syncs.reset(s.syncs));
             }
             stats.addTransaction(false);
             producer.abortTransaction();
@@ -187,10 +242,7 @@ final class StreamTransactions implements AutoCloseable {
         failure = null;
     }
 
-    /**
-     * The open transaction cannot commit: every later send and commit fails with the first such {@code e} until
-     * it is aborted (a timed commit's failure included: the task's next send, or its end, fails with it).
-     */
+    /** The open transaction cannot commit: later sends and commits fail with the first {@code e} until it aborts. */
     private RuntimeException remember(RuntimeException e) {
         if (failure == null) {
             failure = e;
@@ -198,12 +250,11 @@ final class StreamTransactions implements AutoCloseable {
         return e;
     }
 
-    synchronized long committed() {
+    synchronized long committed() {  // for tests
         return committed;
     }
 
-    /** Whether a transaction is open (records sent, not committed). */
-    synchronized boolean isOpen() {
+    synchronized boolean isOpen() {  // records sent, not committed
         return open;
     }
 
@@ -216,13 +267,14 @@ final class StreamTransactions implements AutoCloseable {
 
     @Override
     public synchronized void close() {
+        if (closed) {
+            return;
+        }
         closed = true;
         if (syncs != null) {
             syncs.releaseTargetTopics();
         }
-        for (Source s : sources.values()) {
-            stats.release(s.tally);
-        }
+        sources.release();
         producer.close(Duration.ofSeconds(5));
     }
 
@@ -242,67 +294,5 @@ final class StreamTransactions implements AutoCloseable {
                 + "restart) writes it now";
         log.warn("{} ({})", why, e.toString());
         return new TransactionFailed(why, e);
-    }
-
-    /** A transaction that could not commit; the query fails and the next start resumes from the target. */
-    static final class TransactionFailed extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        TransactionFailed(String message, Throwable cause) {
-            super(message, cause);
-        }
-    }
-
-    /** A source partition this stream copied: its target topic, metrics and offset-sync rules. */
-    private final class Source {
-        final TopicPartition tp;
-        final String target;
-        final Stats.Tally tally;
-        final AtomicLong incarnation;
-        final AtomicReference<String> topicId;
-        final SyncRuns syncState;
-
-        Source(TopicPartition tp, String target) {
-            this.tp = tp;
-            this.target = target;
-            this.tally = stats.tally(target, tp.topic(), tp.partition());
-            this.incarnation = Incarnations.of(tp.topic(), tp.partition());
-            this.topicId = Incarnations.topicIdOf(tp.topic());
-            this.syncState = syncs == null ? null : syncs.state(tp);
-        }
-    }
-
-    /** What the open transaction holds of one source partition. */
-    private static final class Pending {
-        final Source source;
-        long next = -1;
-        long incarnation;
-        String topicId;  // of the source topic the records were read from; null: not known
-        long[] timestamps = new long[16];
-        int count;
-
-        Pending(Source source) {
-            this.source = source;
-        }
-
-        void add(long sourceOffset, long timestampMs) {
-            if (count == timestamps.length) {
-                timestamps = Arrays.copyOf(timestamps, count * 2);
-            }
-            timestamps[count++] = timestampMs;
-            next = sourceOffset + 1;
-            incarnation = source.incarnation.get();
-            topicId = source.topicId.get();
-        }
-
-        /** The transaction committed: its records are mirrored, and the partition's position reached. */
-        void counted(long nowMs) {
-            synchronized (source.tally) {
-                for (int i = 0; i < count; i++) {
-                    source.tally.acknowledged(timestamps[i] >= 0 ? nowMs - timestamps[i] : Stats.NO_LATENCY);
-                }
-                source.tally.advance(incarnation, next);
-            }
-        }
     }
 }

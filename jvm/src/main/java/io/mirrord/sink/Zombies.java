@@ -36,7 +36,7 @@ public final class Zombies {
         Pattern ours = Pattern.compile(Pattern.quote(prefix) + "-\\d+");
         TreeSet<String> ids = new TreeSet<>();
         for (int i = 0; i < streams; i++) {
-            ids.add(TransactionalWriter.transactionalId(prefix, i));
+            ids.add(MirrorWriter.transactionalId(prefix, i));
         }
         try (Admin admin = Admin.create(config)) {
             for (TransactionListing listing : admin.listTransactions().all().get(timeoutMs, TimeUnit.MILLISECONDS)) {

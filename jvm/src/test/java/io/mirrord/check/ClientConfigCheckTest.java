@@ -1,6 +1,5 @@
 package io.mirrord.check;
 
-import io.mirrord.sink.MirrorInterceptor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -59,7 +58,7 @@ class ClientConfigCheckTest {
     @Test
     void mirrordsOwnKeysArePassedOver() {
         assertEquals(List.of(), ClientConfigCheck.check("producer", Map.of(BOOTSTRAP, "target:9092",
-                MirrorInterceptor.SYNCS_TOPIC, "mm2-offset-syncs.target.internal", "mirrord.anything", "?")));
+                "mirrord.offset.syncs.topic", "mm2-offset-syncs.target.internal", "mirrord.anything", "?")));
     }
 
     @Test

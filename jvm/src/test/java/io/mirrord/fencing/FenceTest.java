@@ -1,23 +1,15 @@
 package io.mirrord.fencing;
 
 import io.mirrord.metrics.Stats;
-import io.mirrord.sink.MirrorInterceptor;
-import io.mirrord.sink.MirrorInterceptorTest;
+import io.mirrord.sink.SendsFixture;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.kafka.clients.producer.MockProducer;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.TimeoutException;
-import org.apache.kafka.common.record.RecordBatch;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -105,13 +97,13 @@ class FenceTest {
     @Test
     void aLeaseThatRunsOutWhileTheSupervisorAnswersRefusesRecordsWithoutHaltingAndIsGrantedAgainAfterItsQuarantine()
             throws Exception {
-        MirrorInterceptor interceptor = interceptor();
+        SendsFixture sends = new SendsFixture(new Stats());
         assertTrue(granted());
-        MirrorInterceptorTest.sent(interceptor, 0, 1);
+        sends.send(0, 1);
         attended(3_000);  // the election is not confirmed any more: an outage, a partition
         assertEquals(Fence.State.LAPSED, fence.observe());
-        assertThrows(FencedError.class, () -> MirrorInterceptorTest.sent(interceptor, 0, 2));
-        failedBatch(interceptor);  // the I/O thread fails what was buffered: no halt, the supervisor answers
+        assertThrows(FencedError.class, () -> sends.send(0, 2));
+        sends.fail();  // the I/O thread fails what was buffered: no halt, the supervisor answers
         assertEquals(0, halts.get());
         // confirmed again, but what the old lease let through may still be delivered: not yet
         attended(2_000);
@@ -120,7 +112,7 @@ class FenceTest {
         attended(500);
         assertTrue(granted());
         assertTrue(fence.permits());
-        MirrorInterceptorTest.sent(interceptor, 0, 3);
+        new SendsFixture(new Stats()).send(0, 3);  // the query's next sender (the failure ended the first one's)
         assertEquals(0, halts.get());
     }
 
@@ -163,11 +155,12 @@ class FenceTest {
 
     @Test
     void theProducersIoThreadFailingAnExpiredBatchHaltsAFencedJvmBeforeItsNextRequests() throws Exception {
-        MirrorInterceptor interceptor = interceptor();
+        SendsFixture sends = new SendsFixture(new Stats());
+        sends.send(0, 1);
         assertTrue(granted());
         fence.pulse();
         clock.pause(10_000);  // a pause past the lease and the delivery timeout: the batches expired meanwhile
-        failedBatch(interceptor);  // the first thing the I/O thread does after the pause, before sending
+        sends.fail();  // the first thing the I/O thread does after the pause, before sending
         assertEquals(1, halts.get());
     }
 
@@ -192,7 +185,7 @@ class FenceTest {
         fence.revoke();  // another host holds the flow
         assertEquals(1, halts.get());
         assertFalse(fence.permits());
-        assertThrows(FencedError.class, () -> MirrorInterceptorTest.sent(interceptor(), 0, 1));
+        assertThrows(FencedError.class, () -> new SendsFixture(new Stats()).send(0, 1));
     }
 
     @Test
@@ -204,34 +197,5 @@ class FenceTest {
         assertFalse(granted());
         attended(QUARANTINE);
         assertTrue(granted());
-    }
-
-    @Test
-    void theOffsetSyncsProducerKeepsKafkasRuleWithinTheDeliveryTimeoutTheLeaseBounds() {
-        Map<String, Object> captured = new java.util.HashMap<>();
-        MirrorInterceptor interceptor = new MirrorInterceptor(config -> {
-            captured.putAll(config);
-            return new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
-        }, new Stats(), false);
-        interceptor.configure(Map.of(MirrorInterceptor.SYNCS_TOPIC, "syncs", "delivery.timeout.ms", "1800",
-                "request.timeout.ms", "1795", "linger.ms", "5"));
-        long linger = Long.parseLong(captured.get("linger.ms").toString());
-        long request = Long.parseLong(captured.get("request.timeout.ms").toString());
-        assertEquals(200, linger);
-        assertTrue(linger + request <= 1800, linger + " + " + request);
-        interceptor.close();
-    }
-
-    static MirrorInterceptor interceptor() {
-        MirrorInterceptor interceptor = new MirrorInterceptor(
-                config -> new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer()), new Stats(),
-                false);
-        interceptor.configure(Map.of());
-        return interceptor;
-    }
-
-    static void failedBatch(MirrorInterceptor interceptor) {
-        interceptor.onAcknowledgement(new RecordMetadata(new TopicPartition("src.orders", 0), -1, -1,
-                RecordBatch.NO_TIMESTAMP, -1, -1), new TimeoutException("expired"));
     }
 }

@@ -1,8 +1,6 @@
 package io.mirrord.metrics;
 
-import io.mirrord.sink.OffsetSyncWriterTest;
-import io.mirrord.sink.MirrorInterceptorTest;
-import io.mirrord.sink.MirrorInterceptor;
+import io.mirrord.sink.SendsFixture;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -11,9 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import org.apache.kafka.clients.producer.MockProducer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 class MirrordPluginTest {
@@ -58,30 +53,25 @@ class MirrordPluginTest {
     }
 
     @Test
-    void anExecutorStoppingWritesTheDelayedSyncsBeforeItShipsTheLastCounts() {
+    void anExecutorStoppingClosesTheStreamsSendersBeforeItShipsTheLastCounts() {
         Stats executor = new Stats();
-        MockProducer<byte[], byte[]> syncs = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
-        MirrorInterceptor interceptor = new MirrorInterceptor(config -> syncs, executor, true);
-        interceptor.configure(Map.of("bootstrap.servers", "target:9092",
-                MirrorInterceptor.SYNCS_TOPIC, OffsetSyncWriterTest.SYNCS, MirrorInterceptor.SYNCS_FLUSH_MS, "60000"));
-        try {
-            for (int i = 0; i < 3; i++) {
-                MirrorInterceptorTest.sent(interceptor, 0, i);
-                MirrorInterceptorTest.acked(interceptor, 0, i);
-            }
-            MirrordPlugin.Shipper shipper = new MirrordPlugin.Shipper(executor);
-            List<Object> messages = new ArrayList<>();
-            shipper.sendTo(messages::add);
-
-            shipper.shutdown();
-
-            assertEquals(2, syncs.history().size());
-            assertEquals(1, messages.size());
-            Stats totals = new Stats();
-            totals.add((Stats.Delta) messages.get(0));
-            assertTrue(totals.toJson().contains("\"syncs\":2,\"sync_errors\":0,"), totals.toJson());
-        } finally {
-            interceptor.close();
+        SendsFixture sends = new SendsFixture(executor);
+        for (int i = 0; i < 3; i++) {
+            sends.send(0, i);
+            sends.ack();
         }
+        sends.keepIdle();
+        MirrordPlugin.Shipper shipper = new MirrordPlugin.Shipper(executor);
+        List<Object> messages = new ArrayList<>();
+        shipper.sendTo(messages::add);
+
+        shipper.shutdown();
+
+        assertEquals(2, sends.syncs().size(), "the run's first sync and its delayed last one");
+        assertTrue(sends.producer.closed());
+        assertEquals(1, messages.size());
+        Stats totals = new Stats();
+        totals.add((Stats.Delta) messages.get(0));
+        assertTrue(totals.toJson().contains("\"src.orders\":{\"records\":3,"), totals.toJson());
     }
 }

@@ -31,7 +31,7 @@ public class StreamTransactionsTest {
     final Stats stats = new Stats();
 
     StreamTransactions transactions(MockProducer<byte[], byte[]> producer) {
-        return new StreamTransactions(producer, "mirrord-default-source-0", POSITIONS, SYNCS, 100, 100, stats,
+        return new StreamTransactions(producer, "mirrord-default-source-0", POSITIONS, SYNCS, 100, 100, stats, "",
                 clock::get, CommittedPositions::none);
     }
 
@@ -40,7 +40,8 @@ public class StreamTransactionsTest {
     }
 
     static void send(StreamTransactions t, long offset) {
-        t.send(ORDERS, offset, "orders", 2, 1_700_000_000_000L + offset, bytes("k" + offset), bytes("v" + offset),
+        t.send(t.partitions().of(ORDERS.topic(), ORDERS.partition()), offset, 1_700_000_000_000L + offset,
+                bytes("k" + offset), bytes("v" + offset),
                 new RecordHeaders().add("h", bytes("x")));
     }
 
@@ -100,11 +101,11 @@ public class StreamTransactionsTest {
         StreamTransactions t = transactions(producer);
         send(t, 3);
         producer.commitTransactionException = new TimeoutException("Timeout expired after 3000ms while awaiting EndTxn");
-        RuntimeException e = assertThrows(StreamTransactions.TransactionFailed.class, t::commit);
+        RuntimeException e = assertThrows(TransactionFailed.class, t::commit);
         assertTrue(e.getMessage().contains("not committed") && e.getMessage().contains("EndTxn"), e.getMessage());
         // the task's next record, between the timer's failed commit and the task's end: the transaction's failure,
         // not the producer's IllegalStateException, so the supervisor restarts from the target's positions
-        assertThrows(StreamTransactions.TransactionFailed.class, () -> send(t, 4));
+        assertThrows(TransactionFailed.class, () -> send(t, 4));
         assertEquals(0, t.committed());
     }
 
@@ -158,9 +159,9 @@ public class StreamTransactionsTest {
         send(t, 8);
         producer.completeNext();
         producer.errorNext(new NotEnoughReplicasException("not enough replicas"));
-        RuntimeException e = assertThrows(StreamTransactions.TransactionFailed.class, t::commit);
+        RuntimeException e = assertThrows(TransactionFailed.class, t::commit);
         assertTrue(e.getMessage().contains("not enough replicas"), e.getMessage());
-        assertThrows(StreamTransactions.TransactionFailed.class, () -> send(t, 9), "no send after a failure");
+        assertThrows(TransactionFailed.class, () -> send(t, 9), "no send after a failure");
         t.abort();
         assertTrue(producer.transactionAborted());
         assertTrue(producer.history().isEmpty());
@@ -175,7 +176,7 @@ public class StreamTransactionsTest {
         send(t, 1);
         t.commit();
         producer.fenceProducer();
-        RuntimeException e = assertThrows(StreamTransactions.TransactionFailed.class, () -> send(t, 2));
+        RuntimeException e = assertThrows(TransactionFailed.class, () -> send(t, 2));
         assertTrue(e.getMessage().contains("mirrord-default-source-0 was fenced"), e.getMessage());
         assertEquals(1, producer.history().stream().filter(r -> r.topic().equals("orders")).count());
     }

@@ -1,0 +1,103 @@
+package io.mirrord.metrics;
+
+import java.math.BigDecimal;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/** A {@link Stats}' counts as JSON, in one object, keys sorted. */
+final class StatsJson {
+    private StatsJson() {
+    }
+
+    /**
+     * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"filtered":{"transform":{"source topic":7}},
+     * "latency":{"bounds":[0.005,...,3600],"counts":[16 counts, not cumulative, the last one above 3600 s],
+     * "sum":1.234},"syncs":5,"sync_errors":0,"positions":{"source topic":{"0":42}}}}, a position being what this Stats
+     * saw acknowledged (in the partition's latest incarnation).
+     */
+    static String of(Stats stats) {
+        StringBuilder json = new StringBuilder(256).append("{\"topics\":{");
+        String separator = "";
+        for (Map.Entry<String, Stats.Topic> e : new TreeMap<>(stats.topics).entrySet()) {
+            json.append(separator);
+            appendString(json, e.getKey());
+            json.append(":{\"records\":").append(e.getValue().records.sum())
+                    .append(",\"bytes\":").append(e.getValue().bytes.sum()).append('}');
+            separator = ",";
+        }
+        json.append("},\"filtered\":{");
+        separator = "";
+        for (Map.Entry<String, Map<String, LongAdder>> t : new TreeMap<>(stats.filtered).entrySet()) {
+            json.append(separator);
+            appendString(json, t.getKey());
+            String inner = ":{";
+            for (Map.Entry<String, LongAdder> e : new TreeMap<>(t.getValue()).entrySet()) {
+                json.append(inner);
+                appendString(json, e.getKey());
+                json.append(':').append(e.getValue().sum());
+                inner = ",";
+            }
+            json.append(inner.equals(":{") ? ":{}" : "}");
+            separator = ",";
+        }
+        json.append("},\"latency\":{\"bounds\":[");
+        for (int i = 0; i < Stats.BOUNDS_SECONDS.length; i++) {
+            json.append(i == 0 ? "" : ",").append(BigDecimal.valueOf(Stats.BOUNDS_SECONDS[i]).stripTrailingZeros().toPlainString());
+        }
+        json.append("],\"counts\":[");
+        for (int i = 0; i < Stats.BUCKETS; i++) {
+            json.append(i == 0 ? "" : ",").append(stats.latencyCounts[i].sum());
+        }
+        json.append("],\"sum\":").append(String.format(Locale.ROOT, "%.3f", stats.latencySumMs.sum() / 1000.0))
+                .append("},\"syncs\":").append(stats.syncs.sum())
+                .append(",\"sync_errors\":").append(stats.syncErrors.sum())
+                .append(",\"transactions\":{\"committed\":").append(stats.transactions.sum())
+                .append(",\"aborted\":").append(stats.aborted.sum()).append('}');
+        json.append(",\"positions\":{");
+        separator = "";
+        for (Map.Entry<String, Map<Integer, AckedPosition>> t : new TreeMap<>(stats.positions).entrySet()) {
+            String inner = ":{";
+            for (Map.Entry<Integer, AckedPosition> e : new TreeMap<>(t.getValue()).entrySet()) {
+                long next = e.getValue().get();
+                if (next < 0) {
+                    continue;  // nothing acknowledged yet
+                }
+                if (inner.equals(":{")) {
+                    json.append(separator);
+                    appendString(json, t.getKey());
+                    separator = ",";
+                }
+                json.append(inner).append('"').append(e.getKey()).append("\":").append(next);
+                inner = ",";
+            }
+            if (!inner.equals(":{")) {
+                json.append('}');
+            }
+        }
+        return json.append("}}").toString();
+    }
+
+    private static void appendString(StringBuilder json, String s) {
+        json.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"' -> json.append("\\\"");
+                case '\\' -> json.append("\\\\");
+                case '\n' -> json.append("\\n");
+                case '\r' -> json.append("\\r");
+                case '\t' -> json.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        json.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    } else {
+                        json.append(c);
+                    }
+                }
+            }
+        }
+        json.append('"');
+    }
+}

@@ -1,0 +1,241 @@
+package io.mirrord.sink;
+
+import io.mirrord.fencing.Fence;
+import io.mirrord.fencing.FencedError;
+import io.mirrord.metrics.Stats;
+import io.mirrord.source.Assignment;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.ForeachWriter;
+import org.apache.spark.sql.Row;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * mirrord's sink, for both deliveries (docs/decisions.md §2): a {@link ForeachWriter}, the one
+ * writer of its own that real-time mode's sink allowlist admits (and a sink of micro-batch mode too), over the
+ * columns of mirrord/spark/pipeline.py: source topic, key, value, headers, partition, source offset, source
+ * timestamp (ms). A task's rows all come from one stream of mirrord's source, so the stream is known from its
+ * first row, and its sender ({@link StreamSender}), one producer of the stream's own, kept by the JVM between
+ * the stream's tasks ({@link StreamSenders}): {@link StreamSends} at least once, {@link StreamTransactions}
+ * exactly once, under the transactional id {@code <prefix>-<stream>}. Each record is built once from its row:
+ * the same key, value, headers and partition number, the source timestamp, into the target topic the policy
+ * names (named once per source topic).
+ *
+ * <p>Exactly once, a task goes on with the producer its JVM kept only if no other can have opened since
+ * ({@link #continues}); every task attempt is idempotent: a new producer of the stream fences the earlier ones
+ * and reads what they committed, and rows below those positions are skipped (docs/decisions.md §12, rule 3).
+ */
+public final class MirrorWriter extends ForeachWriter<Row> {
+    private static final long serialVersionUID = 1L;
+    private static final Logger log = LoggerFactory.getLogger(MirrorWriter.class);
+    /** Kafka's default is 60 s: a dead host's open transaction would hold read_committed readers that long. */
+    public static final String TRANSACTION_TIMEOUT_MS_DEFAULT = "10000";
+    static final int TOPIC = 0;
+    static final int KEY = 1;
+    static final int VALUE = 2;
+    static final int HEADERS = 3;
+    static final int PARTITION = 4;
+    static final int OFFSET = 5;
+    static final int TIMESTAMP = 6;
+
+    private final HashMap<String, String> producerConfig;
+    private final int streams;
+    private final int partitions;
+    private final boolean sized;
+    private final String syncsTopic;
+    private final long offsetLagMax;
+    private final String targetPrefix;
+    private final String idPrefix;  // null: at least once
+    private final String positionsTopic;
+    private final long intervalMs;
+    private final String run = UUID.randomUUID().toString();  // this query start's writer, in every task's copy
+    private transient StreamSender sender;
+    private transient long epoch;  // the batch of this task
+
+    private MirrorWriter(Map<String, String> producerConfig, int streams, int partitions, boolean sized,
+                         String syncsTopic, long offsetLagMax, String targetPrefix, String idPrefix,
+                         String positionsTopic, long intervalMs) {
+        this.producerConfig = new HashMap<>(producerConfig);
+        this.streams = streams;
+        this.partitions = partitions;
+        this.sized = sized;
+        this.syncsTopic = syncsTopic == null ? "" : syncsTopic;
+        this.offsetLagMax = offsetLagMax;
+        this.targetPrefix = targetPrefix == null ? "" : targetPrefix;
+        this.idPrefix = idPrefix;
+        this.positionsTopic = positionsTopic;
+        this.intervalMs = intervalMs;
+    }
+
+    /**
+     * At least once. {@code producerConfig}: the target's producer properties; {@code streams}: the source's
+     * {@code num.streams}; {@code partitions}: the source partitions at the query's start; {@code sized}: whether
+     * producer.properties left the pool's sizes to mirrord ({@link StreamProducers}); {@code syncsTopic} empty:
+     * no offset syncs; {@code targetPrefix}: what the replication policy puts before a source topic's name.
+     */
+    public static MirrorWriter atLeastOnce(Map<String, String> producerConfig, int streams, int partitions,
+                                           boolean sized, String syncsTopic, long offsetLagMax, String targetPrefix) {
+        return new MirrorWriter(producerConfig, streams, partitions, sized, syncsTopic, offsetLagMax, targetPrefix,
+                null, null, 0);
+    }
+
+    /** Exactly once: as {@link #atLeastOnce}, in transactions under {@code <idPrefix>-<stream>}. */
+    public static MirrorWriter exactlyOnce(Map<String, String> producerConfig, int streams, int partitions,
+                                           boolean sized, String syncsTopic, long offsetLagMax, String targetPrefix,
+                                           String idPrefix, String positionsTopic, long intervalMs) {
+        return new MirrorWriter(producerConfig, streams, partitions, sized, syncsTopic, offsetLagMax, targetPrefix,
+                idPrefix, positionsTopic, intervalMs);
+    }
+
+    /** The transactional id of {@code stream} in a flow whose ids start with {@code prefix}. */
+    public static String transactionalId(String prefix, int stream) {
+        return prefix + "-" + stream;
+    }
+
+    /** Stops every stream's sender this JVM keeps (the query stopped): what they buffered is delivered. */
+    public static void closeAll() {
+        StreamSenders.closeAll();
+    }
+
+    /**
+     * Records this JVM's senders sent and the target has not yet acknowledged or failed: after a query
+     * stopped, the positions are final once this is 0.
+     */
+    public static long inFlight() {
+        return StreamSenders.inFlight();
+    }
+
+    @Override
+    public boolean open(long partitionId, long epochId) {
+        epoch = epochId;
+        return true;
+    }
+
+    @Override
+    public void process(Row row) {
+        String topic = row.getString(TOPIC);
+        int partition = row.getInt(PARTITION);
+        StreamSender s = sender;
+        if (s == null) {
+            s = claim(Assignment.streamOf(new TopicPartition(topic, partition), streams));
+            sender = s;
+        }
+        Long timestamp = (Long) row.get(TIMESTAMP);  // the row's own box
+        s.send(s.partitions().of(topic, partition), row.getLong(OFFSET),
+                timestamp != null && timestamp >= 0 ? timestamp : null,  // unknown: the producer's clock
+                (byte[]) row.get(KEY), (byte[]) row.get(VALUE), headers(row));
+    }
+
+    private static Headers headers(Row row) {
+        if (row.isNullAt(HEADERS)) {
+            return null;
+        }
+        List<Row> list = row.getList(HEADERS);
+        if (list.isEmpty()) {
+            return null;
+        }
+        RecordHeaders headers = new RecordHeaders();
+        for (Row h : list) {
+            headers.add(h.getString(0), (byte[]) h.get(1));
+        }
+        return headers;
+    }
+
+    @Override
+    public void close(Throwable error) {
+        StreamSender mine = sender;
+        sender = null;
+        if (mine == null) {
+            return;
+        }
+        boolean keep = false;
+        try {
+            if (error == null) {
+                mine.taskEnded();
+                keep = true;
+            } else {
+                keep = mine.taskFailed();
+            }
+        } catch (RuntimeException e) {
+            mine.close();
+            throw e;
+        } finally {
+            StreamSenders.done(mine, keep, run, epoch);
+        }
+    }
+
+    private StreamSender claim(int stream) {
+        String id = idPrefix == null ? "at-least-once-" + stream : transactionalId(idPrefix, stream);
+        StreamSender claimed = StreamSenders.claim(id, this::continues, () -> create(id, stream));
+        if (idPrefix != null) {
+            StreamSenders.tickEvery(Math.max(5, intervalMs / 4));
+        }
+        return claimed;
+    }
+
+    /**
+     * Whether this task may go on with the stream's sender its JVM kept. At least once: within one query start (a
+     * new start may have new settings). Exactly once, also only if no other producer of the stream opened since:
+     * always when one JVM runs every task (mirrord's local master); on a cluster only if this JVM ran the stream's
+     * task of the batch before and this is the task's first attempt, else the stream ran elsewhere meanwhile.
+     */
+    private boolean continues(StreamSenders.Idle kept) {
+        if (!kept.run().equals(run)) {
+            return false;
+        }
+        if (idPrefix == null) {
+            return true;
+        }
+        SparkEnv env = SparkEnv.get();
+        boolean oneJvm = env == null || "driver".equals(env.executorId());  // SparkContext.DRIVER_IDENTIFIER
+        TaskContext task = TaskContext.get();
+        boolean firstAttempt = task == null || task.attemptNumber() == 0;
+        return oneJvm || firstAttempt && kept.epoch() == epoch - 1;
+    }
+
+    private StreamSender create(String id, int stream) {
+        Map<String, Object> config = StreamProducers.config(producerConfig, stream, streams, partitions, sized);
+        if (idPrefix == null) {
+            StreamSends sends = new StreamSends(id, new KafkaProducer<>(config), syncsTopic, offsetLagMax,
+                    StreamSends.SYNCS_FLUSH_MS, Stats.EXECUTOR, targetPrefix, true);
+            sends.nameTargetTopics(producerConfig, targetPrefix);
+            log.info("stream {} writes with a producer of its own (batch.size {}, buffer.memory {})", stream,
+                    config.getOrDefault(ProducerConfig.BATCH_SIZE_CONFIG, "Kafka's default"),
+                    config.getOrDefault(ProducerConfig.BUFFER_MEMORY_CONFIG, "Kafka's default"));
+            return sends;
+        }
+        if (!Fence.open()) {  // a lapsed host must not fence the stream's producer on the host that holds the flow
+            throw new FencedError("transactional id " + id + " not opened: this host's lease lapsed (fenced)");
+        }
+        config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);
+        config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        config.put(ProducerConfig.ACKS_CONFIG, "all");
+        config.putIfAbsent(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, TRANSACTION_TIMEOUT_MS_DEFAULT);
+        long timeoutMs = Long.parseLong(producerConfig.getOrDefault(ProducerConfig.MAX_BLOCK_MS_CONFIG, "60000"));
+        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config);
+        try {
+            StreamTransactions t = new StreamTransactions(producer, id, positionsTopic, syncsTopic, offsetLagMax,
+                    intervalMs, Stats.EXECUTOR, targetPrefix, System::currentTimeMillis, () -> CommittedPositions.read(
+                            producerConfig, id + "-positions", positionsTopic,
+                            tp -> Assignment.streamOf(tp, streams) == stream, timeoutMs));
+            log.info("stream transactions under transactional id {}; {} partitions resume at committed positions",
+                    id, t.earlier.partitions());
+            t.nameTargetTopics(producerConfig, targetPrefix);
+            return t;
+        } catch (RuntimeException e) {
+            producer.close(Duration.ZERO);
+            throw e;
+        }
+    }
+}

@@ -1,0 +1,63 @@
+package io.mirrord.sink;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * The settings of a stream's own producer: the target's producer properties, bytes in and out, an id of the
+ * stream's own, and, when producer.properties sets none of {@code batch.size}, {@code buffer.memory} and
+ * {@code linger.ms}, a pool sized for the stream's partitions (docs/decisions.md §2).
+ *
+ * <p>The rule: each partition the stream writes wants a batch open while its earlier ones are in flight, and the
+ * producer allocates a whole {@code batch.size} for every batch, however few records it holds. So
+ * {@code batch.size} = {@value #PER_STREAM_BATCHES} ÷ the stream's partitions, as a power of two between
+ * {@value #MIN_BATCH} and {@value #MAX_BATCH} bytes (256 KiB up to 64 partitions, 64 KiB at 240, 16 KiB from
+ * 1,024), and {@code buffer.memory} room for four batches of each partition, between Kafka's default 32 MiB and
+ * {@value #MAX_BUFFER} bytes (32 MiB up to 32 partitions, 60 MiB at 240, 62.5 MiB at 1,000, 128 MiB from 2,048);
+ * {@code linger.ms} stays at mirrord's default (5 ms, mirrord/settings/translate.py).
+ */
+final class StreamProducers {
+    static final long PER_STREAM_BATCHES = 16L << 20;
+    static final int MIN_BATCH = 16 << 10;
+    static final int MAX_BATCH = 256 << 10;
+    static final long MIN_BUFFER = 32L << 20;
+    static final long MAX_BUFFER = 128L << 20;
+    static final int BATCHES_PER_PARTITION = 4;
+
+    private StreamProducers() {
+    }
+
+    /**
+     * The producer settings of stream {@code stream} from the target's {@code properties}; {@code partitions}: the
+     * source partitions the flow had when its query started, over {@code streams} streams; {@code sized}: whether
+     * producer.properties left the pool's sizes to mirrord.
+     */
+    static Map<String, Object> config(Map<String, String> properties, int stream, int streams, int partitions,
+                                      boolean sized) {
+        Map<String, Object> config = new HashMap<>(properties);
+        config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        Object clientId = properties.get(ProducerConfig.CLIENT_ID_CONFIG);
+        config.put(ProducerConfig.CLIENT_ID_CONFIG, (clientId == null ? "mirrord" : clientId) + "-stream-" + stream);
+        if (sized) {
+            int perStream = Math.max(1, (partitions + streams - 1) / streams);
+            int batch = batchSize(perStream);
+            config.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(batch));
+            config.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(bufferMemory(perStream, batch)));
+        }
+        return config;
+    }
+
+    static int batchSize(int partitions) {
+        long share = PER_STREAM_BATCHES / Math.max(1, partitions);
+        long pow2 = Long.highestOneBit(Math.max(1, share));
+        return (int) Math.max(MIN_BATCH, Math.min(MAX_BATCH, pow2));
+    }
+
+    static long bufferMemory(int partitions, int batchSize) {
+        long wanted = (long) BATCHES_PER_PARTITION * partitions * batchSize;
+        return Math.max(MIN_BUFFER, Math.min(MAX_BUFFER, wanted));
+    }
+}

@@ -1,0 +1,154 @@
+package io.mirrord.sink;
+
+import io.mirrord.fencing.Fence;
+import io.mirrord.fencing.FencedError;
+import io.mirrord.metrics.Stats;
+import java.time.Duration;
+import java.util.Map;
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.header.Headers;
+
+/**
+ * One stream's sends at least once: a producer of the stream's own (idempotent, {@code acks=all}), each
+ * record's callback moving its source partition's position and feeding the offset syncs
+ * ({@link SourcePartition#acknowledged}), which go out through the same producer. A task's end flushes and
+ * fails the task if any send failed, so Spark never commits a batch past a record the target does not hold;
+ * a failed send also fails the task's next one. The sender stays with the stream while no send failed: what it
+ * still has in flight when a task fails or the query stops is delivered, and counts.
+ */
+final class StreamSends implements StreamSender {
+    static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
+    /** How often the delayed offset syncs (the last record of a run so far) are written. */
+    static final long SYNCS_FLUSH_MS = 1000;
+    private final String id;
+    private final Producer<byte[], byte[]> producer;
+    private final OffsetSyncWriter syncs;  // null: no offset syncs
+    private final SourcePartitions partitions;
+    private volatile KafkaException failure;  // the first send that failed
+
+    /**
+     * {@code syncsTopic} empty or null: no offset syncs; else they are written by a thread of their own
+     * ({@code background}, every {@code flushMs} for the delayed ones) unless a test writes them.
+     */
+    StreamSends(String id, Producer<byte[], byte[]> producer, String syncsTopic, long offsetLagMax, long flushMs,
+                Stats stats, String targetPrefix, boolean background) {
+        this.id = id;
+        this.producer = producer;
+        this.syncs = syncsTopic == null || syncsTopic.isEmpty() ? null
+                : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, flushMs, stats, background);
+        this.partitions = new SourcePartitions(targetPrefix, stats, syncs);
+    }
+
+    /** Its offset syncs name their target topics' incarnations (docs/decisions.md §7). */
+    void nameTargetTopics(Map<String, ?> clientConfig, String targetPrefix) {
+        if (syncs != null) {
+            syncs.nameTargetTopics(clientConfig, targetPrefix);
+        }
+    }
+
+    @Override
+    public String id() {
+        return id;
+    }
+
+    @Override
+    public SourcePartitions partitions() {
+        return partitions;
+    }
+
+    /** Throws the failure of an earlier send, and {@link FencedError} once this host's lease lapsed. */
+    @Override
+    public void send(SourcePartition source, long offset, Long timestampMs, byte[] key, byte[] value,
+                     Headers headers) {
+        KafkaException failed = failure;
+        if (failed != null) {
+            throw failed;
+        }
+        if (!Fence.open()) {
+            throw new FencedError("not sent to " + source.target + ": this host's lease lapsed (fenced)");
+        }
+        source.sending(length(key) + length(value));
+        try {
+            producer.send(new ProducerRecord<>(source.target, source.partition, timestampMs, key, value, headers),
+                    new Delivery(source, offset, source.incarnation.get()));
+        } catch (RuntimeException e) {  // refused, no callback to come (an interrupt): nothing sent, nothing failed
+            source.notSent();
+            throw e;
+        }
+    }
+
+    @Override
+    public void taskEnded() {
+        producer.flush();  // every record acknowledged or failed, and its callback run
+        KafkaException failed = failure;
+        if (failed != null) {
+            throw failed;
+        }
+    }
+
+    @Override
+    public boolean taskFailed() {
+        if (failure == null) {
+            return true;
+        }
+        close();
+        return false;
+    }
+
+    @Override
+    public long inFlight() {
+        return partitions.inFlight();
+    }
+
+    /** The syncs' writer, for tests. */
+    OffsetSyncWriter syncs() {
+        return syncs;
+    }
+
+    /** Delivers what is buffered (at most {@link #CLOSE_TIMEOUT}), writes the delayed syncs, closes the producer. */
+    @Override
+    public void close() {
+        if (syncs != null) {
+            syncs.close(CLOSE_TIMEOUT);  // closes the producer too
+        } else {
+            producer.close(CLOSE_TIMEOUT);
+        }
+        partitions.release();
+    }
+
+    private static long length(byte[] bytes) {
+        return bytes == null ? 0 : bytes.length;
+    }
+
+    /** A record's callback: what its acknowledgement or failure means, in the producer's I/O thread. */
+    private final class Delivery implements Callback {
+        private final SourcePartition source;
+        private final long offset;
+        private final long readIn;  // the incarnation the record was read in, when it was sent
+
+        Delivery(SourcePartition source, long offset, long readIn) {
+            this.source = source;
+            this.offset = offset;
+            this.readIn = readIn;
+        }
+
+        @Override
+        public void onCompletion(RecordMetadata metadata, Exception exception) {
+            long latencyMs = Stats.NO_LATENCY;
+            if (exception != null) {
+                Fence.guard();  // the I/O thread, before its turn's requests go out: a fenced JVM halts here
+                if (failure == null) {
+                    failure = new KafkaException("record " + offset + " of " + source.tp + " not delivered to "
+                            + source.target + ": " + exception, exception);
+                }
+            } else if (metadata != null && metadata.hasTimestamp()) {
+                latencyMs = System.currentTimeMillis() - metadata.timestamp();
+            }
+            source.acknowledged(offset, readIn, metadata, exception, latencyMs, syncs);
+        }
+    }
+}
