@@ -30,9 +30,9 @@ import org.slf4j.LoggerFactory;
  * writer's earlier runs of that partition (thinned to {@value SyncRuns#EARLIER_RUNS}, never answering
  * higher than they did), so its newest sync alone shows every copy the writer made.
  *
- * <p>The rules ({@link SyncRuns}) decide on the caller's thread, the producer's I/O thread; the
- * writing is done by the writer's own thread, so that a slow or missing syncs topic never holds up
- * the records being mirrored. That thread also emits the delayed syncs every {@code flushMs}.
+ * <p>The rules ({@link SyncRuns}) decide on the caller's thread, the producer's I/O thread; the writing is done
+ * by the writer's own thread (which also emits the delayed syncs every {@code flushMs}), so that a slow or
+ * missing syncs topic never holds up the records being mirrored.
  */
 final class OffsetSyncWriter implements AutoCloseable {
     static final String RUN_START_HEADER = "mirrord.run.start";
@@ -98,10 +98,7 @@ final class OffsetSyncWriter implements AutoCloseable {
     synchronized void recreated(String sourceTopic) {
         for (SyncRuns state : states.values()) {
             if (state.source.topic().equals(sourceTopic)) {
-                OffsetSync last = state.takePending();
-                if (last != null) {
-                    enqueue(last);
-                }
+                emitPending(state);
                 state.forget();
             }
         }
@@ -134,29 +131,27 @@ final class OffsetSyncWriter implements AutoCloseable {
      * record starts afresh.
      */
     synchronized void reset(SyncRuns state) {
-        OffsetSync last = state.takePending();
-        if (last != null) {
-            enqueue(last);
-        }
+        emitPending(state);
         state.reset();
     }
 
     /** Emits every delayed sync. */
     synchronized void flushPending() {
-        for (SyncRuns state : states.values()) {
-            OffsetSync sync = state.takePending();
-            if (sync != null) {
-                enqueue(sync);
-            }
+        states.values().forEach(this::emitPending);
+    }
+
+    private void emitPending(SyncRuns state) {
+        OffsetSync last = state.takePending();
+        if (last != null) {
+            enqueue(last);
         }
     }
 
     /** Writes the emitted syncs, oldest first, without waiting for their acknowledgement; returns how many. */
     int sendQueued() {
         int sent = 0;
-        for (OffsetSync sync = outbox.poll(); sync != null; sync = outbox.poll()) {
+        for (OffsetSync sync = outbox.poll(); sync != null; sync = outbox.poll(), sent++) {
             send(sync);
-            sent++;
         }
         return sent;
     }
