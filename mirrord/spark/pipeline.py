@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 SOURCE_FORMAT = "mirrord"  # io.mirrord.source.MirrordSource
 MAX_POLL_RECORDS = "5000"  # a stream's fetches (Kafka's default 500): measured faster in a backfill
 TOPIC_REFRESH_MS = 5000  # how often the source lists the topics: a new one starts within two looks
+NO_TOPIC = "(?!)"  # a rehearsal's whitelist: a regex no name matches
 
 
 def _stage(records, t: transforms.Transform):
@@ -159,17 +160,18 @@ class Pipeline:
         self.spark = spark
         self.flow = flow
 
-    def records(self, starting: str, mode: Mode):
-        """The source, transformed, as the sink takes it."""
+    def records(self, starting: str, mode: Mode, rehearsal: bool = False):
+        """The source, transformed, as the sink takes it (a rehearsal's: no topic, and no positions committed)."""
         s = self.flow.settings
         options = dict(self.flow.source_options.spark_options)
         options.setdefault("kafka.max.poll.records", MAX_POLL_RECORDS)
         reader = (self.spark.readStream.format(SOURCE_FORMAT)
-                  .option("subscribePattern", self.flow.pattern)
+                  .option("subscribePattern", NO_TOPIC if rehearsal else self.flow.pattern)
                   .option("num.streams", str(mode.streams))
                   .option("topic.refresh.ms", str(TOPIC_REFRESH_MS))
-                  .option("startingOffsets", starting)
-                  .option("positions.group.id", s.group_id))  # the JVM commits positions there (decisions §10)
+                  .option("startingOffsets", starting))
+        if not rehearsal:
+            reader = reader.option("positions.group.id", s.group_id)  # the JVM commits positions there (§10)
         if not mode.real_time and s.max_offsets_per_trigger:  # real-time batches end on the clock, not a count
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
         return mirrored(reader.options(**options).load(), self.flow)
@@ -186,6 +188,22 @@ class Pipeline:
                                                                                  mode.streams))
         else:
             writer = writer.format("kafka").options(**self.flow.sink_options)
+        if mode.real_time:
+            writer = writer.outputMode("update").trigger(realTime=f"{s.checkpoint_interval_ms} milliseconds")
+        else:
+            writer = writer.trigger(processingTime=f"{s.batch_interval_ms} milliseconds")
+        return writer.start()
+
+    def rehearse(self, mode: Mode, checkpoint: str):
+        """The query as `start` makes it, over no topic, into Spark's Kafka sink whatever the delivery (mirrord's
+        transactional writer fences the flow's producers when it opens), checkpointed in `checkpoint`: a standby
+        runs it once, so that its JVM has loaded, planned and compiled what a take-over's start needs (docs/
+        decisions.md §6). It reads no record, so it sends none, and commits no position."""
+        s = self.flow.settings
+        writer = (self.records("latest", mode, rehearsal=True).writeStream
+                  .queryName(f"mirrord-{s.flow}-rehearsal")
+                  .option("checkpointLocation", checkpoint)
+                  .format("kafka").options(**self.flow.sink_options))
         if mode.real_time:
             writer = writer.outputMode("update").trigger(realTime=f"{s.checkpoint_interval_ms} milliseconds")
         else:
