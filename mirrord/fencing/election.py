@@ -96,7 +96,7 @@ class Leadership:
         self.on_revoked = on_revoked
         self.on_confirmed = on_confirmed  # called at the first confirmation of each assignment
         self._unconfirmed = False  # assigned, not yet confirmed
-        self.lapsed = False  # lost its assignment with its session (an outage), not yet assigned again
+        self.lapsed = False  # lost its assignment with its session (an outage), not yet assigned and confirmed again
         self._closing = threading.Event()
         self._closed = False
         self._active = threading.Event()
@@ -127,7 +127,6 @@ class Leadership:
         if partitions and not self._active.is_set():
             log.info("this host is the flow's active host (group %s on %s)", self.group, self.topic)
             self._unconfirmed = True
-            self.lapsed = False
             self._active.set()
 
     def _on_revoke(self, consumer, partitions) -> None:
@@ -154,7 +153,7 @@ class Leadership:
             if tp.topic == self.topic and (tp.metadata or "").isdigit():
                 self.confirmations.done(int(tp.metadata), err is None and tp.error is None)
         if self._unconfirmed and self._active.is_set() and self.confirmations.last() is not None:
-            self._unconfirmed = False
+            self._unconfirmed = self.lapsed = False
             self.on_confirmed()  # the supervisor starts the query now, not at its next turn
 
     def _confirm(self) -> None:

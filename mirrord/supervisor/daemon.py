@@ -42,6 +42,7 @@ from mirrord.supervisor.states import (
     Log,
     Machine,
     Observation,
+    Phase,
     QueryFailed,
     Reload,
     Restart,
@@ -208,7 +209,7 @@ class Daemon:
                  self.parts.positions.batches)
 
     def _status_line(self) -> str:
-        standby = None if self.election.active() else self.election.standby_reason()
+        standby = self.election.standby_reason() if self.machine.phase is Phase.STANDBY else None
         return status_line(self.parts.positions, self.parts.acks.rate, self.mirroring.mode, self.clusters.away(),
                            standby, self.machine.phase.value, self.settings.delivery == EXACTLY_ONCE)
 

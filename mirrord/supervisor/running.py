@@ -66,6 +66,7 @@ class Mirroring:
         self._target_topics: TargetTopics | None = None
         self._rehearsal: threading.Thread | None = None
         self._rehearsed = threading.Event()  # set: the rehearsal is over, or a start cuts it short
+        self._started = False  # a query was started in this JVM
 
     @property
     def running(self) -> bool:
@@ -79,7 +80,7 @@ class Mirroring:
         """While this host stands by, once: the query started over no topic and stopped (Pipeline.rehearse), in a
         thread of its own, so that a take-over starts it in a JVM that has run it (its classes loaded, its plan's
         code compiled: 4.5 s of a take-over's 6 s in a cold JVM, measured)."""
-        if self._rehearsal is None:
+        if self._rehearsal is None and not self._started:  # a JVM that ran the query needs no rehearsal
             self._rehearsal = threading.Thread(target=self._rehearse, name="rehearsal", daemon=True)
             self._rehearsal.start()
 
@@ -110,6 +111,7 @@ class Mirroring:
 
     def start(self) -> None:
         flow = self.flow
+        self._started = True
         if self._rehearsal is not None:  # cut short: its query holds task slots the real one needs
             self._rehearsed.set()
             self._rehearsal.join()
