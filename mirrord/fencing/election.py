@@ -86,13 +86,17 @@ class Leadership:
     POLL = 0.1
 
     def __init__(self, settings: Mapping[str, str], identity: FlowIdentity, timing: Timing,
-                 confirmations: Confirmations, on_revoked: Callable[[], None]):
+                 confirmations: Confirmations, on_revoked: Callable[[], None],
+                 on_confirmed: Callable[[], None] = lambda: None):
         self.identity = identity
         self.topic = identity.election_topic
         self.group = identity.election_group
         self.timing = timing
         self.confirmations = confirmations
         self.on_revoked = on_revoked
+        self.on_confirmed = on_confirmed  # called at the first confirmation of each assignment
+        self._unconfirmed = False  # assigned, not yet confirmed
+        self.lapsed = False  # lost its assignment with its session (an outage), not yet assigned and confirmed again
         self._closing = threading.Event()
         self._closed = False
         self._active = threading.Event()
@@ -122,6 +126,7 @@ class Leadership:
     def _on_assign(self, consumer, partitions) -> None:
         if partitions and not self._active.is_set():
             log.info("this host is the flow's active host (group %s on %s)", self.group, self.topic)
+            self._unconfirmed = True
             self._active.set()
 
     def _on_revoke(self, consumer, partitions) -> None:
@@ -139,6 +144,7 @@ class Leadership:
         pause): the lease runs out by itself, half a session after the last confirmation at most."""
         if partitions and self._active.is_set():
             log.warning("this host is no longer the flow's active host (group %s): its session lapsed", self.group)
+            self.lapsed = True
             self._active.clear()
             self.confirmations.forget()
 
@@ -146,6 +152,9 @@ class Leadership:
         for tp in partitions or ():
             if tp.topic == self.topic and (tp.metadata or "").isdigit():
                 self.confirmations.done(int(tp.metadata), err is None and tp.error is None)
+        if self._unconfirmed and self._active.is_set() and self.confirmations.last() is not None:
+            self._unconfirmed = self.lapsed = False
+            self.on_confirmed()  # the supervisor starts the query now, not at its next turn
 
     def _confirm(self) -> None:
         if not self._active.is_set() or not self.confirmations.due(self.timing.confirm_every_ms,
@@ -217,6 +226,7 @@ class Election:
         self.lease: Lease | None = None  # the JVM's lease, once Spark runs
         self.joined_at = 0.0
         self.earlier: list[str] = []  # members of the earlier release's election, while this host waits for them
+        self.on_change: Callable[[], None] = lambda: None  # this host's hold on the flow was confirmed
         self._earlier_seen = -EARLIER_FOREVER
         self._lock = threading.RLock()
 
@@ -248,11 +258,21 @@ class Election:
             except Exception as exc:  # noqa: BLE001 - librdkafka's and py4j's errors: a cluster away, asked again
                 raise MirrordError(f"cannot look at the flow's election on the target: {one_line(str(exc))}") from None
             admin.ensure_internal_topic(self.target, identity.election_topic, "leader election")
-            self.leadership = Leadership(admin_settings, identity, self.timing, self.confirmations, self._revoked)
+            self.leadership = Leadership(admin_settings, identity, self.timing, self.confirmations, self._revoked,
+                                         lambda: self.on_change())
             self.leadership.start()
             self.joined_at = time.monotonic()
             atexit.register(self._at_exit)  # any exit, an error's too: a standby takes over now, not a session later
         return self.leadership.is_active() and self.confirmations.remaining_ms(self.timing.lease_ms) > 0
+
+    def waiting(self, target_since: float, patience: float) -> tuple[float, float]:
+        """Since when this host waits for the election's assignment, and for how long before it stands by: since it
+        joined, `patience`; once its session lapsed in an outage, since the target answers again (`target_since`),
+        and a session more: a coordinator that restarted meanwhile keeps the lapsed member until its session
+        ends, and the rejoining one waits for it (a standby's place is not taken by a host that held the flow)."""
+        if self.leadership is None or not self.leadership.lapsed:
+            return self.joined_at, patience
+        return max(self.joined_at, target_since), patience + self.timing.session_ms / 1000
 
     def _earlier_release_holds(self) -> bool:
         """Whether hosts of the release before are in its election (keyed by group.id alone), looked at every

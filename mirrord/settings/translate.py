@@ -198,7 +198,12 @@ def admin_settings(cfg: ClientConfig, login: JaasLogin | None = None) -> dict[st
                 raise cfg.error("ssl.truststore.type", "mirrord's admin client reads PEM trust stores only; "
                                 "set ssl.truststore.type=PEM and point ssl.truststore.location at a PEM file")
             out["ssl.ca.location"] = value
+    out.setdefault("reconnect.backoff.max.ms", RECONNECT_BACKOFF_MAX_MS)
     return out
+
+
+# Kafka's Java clients' default; librdkafka's (10 s) saw a cluster back from an outage up to 10 s late
+RECONNECT_BACKOFF_MAX_MS = "1000"
 
 
 # The settings others depend on, in the order librdkafka accepts them one at a time (a SASL protocol

@@ -40,6 +40,7 @@ WRITER_COLUMNS = ("topic", "key", "value", "headers", "partition", "offset", "un
 # Keys of producer.properties that size the producer's pool: with none of them set, mirrord sizes each stream's
 # producer for its partitions (io.mirrord.sink.StreamProducers, docs/decisions.md §2).
 POOL_KEYS = ("batch.size", "buffer.memory", "linger.ms")
+NO_TOPIC = "(?!)"  # a rehearsal's whitelist: a regex no name matches
 
 
 def _stage(records, t: transforms.Transform):
@@ -169,22 +170,30 @@ def check_transforms_alone(flow: Flow) -> None:
             os.chdir(cwd)
 
 
+def _triggered(writer, mode: Mode, s):
+    """`writer` in real-time mode (a batch a checkpoint interval) or micro-batch mode (a batch an interval)."""
+    if mode.real_time:
+        return writer.outputMode("update").trigger(realTime=f"{s.checkpoint_interval_ms} milliseconds")
+    return writer.trigger(processingTime=f"{s.batch_interval_ms} milliseconds")
+
+
 class Pipeline:
     def __init__(self, spark, flow: Flow):
         self.spark = spark
         self.flow = flow
 
-    def records(self, starting: str, mode: Mode):
-        """The source, transformed, as the writer takes it."""
+    def records(self, starting: str, mode: Mode, rehearsal: bool = False):
+        """The source, transformed, as the writer takes it (a rehearsal's: no topic, and no positions committed)."""
         s = self.flow.settings
         options = dict(self.flow.source_options.spark_options)
         options.setdefault("kafka.max.poll.records", MAX_POLL_RECORDS)
         reader = (self.spark.readStream.format(SOURCE_FORMAT)
-                  .option("subscribePattern", self.flow.pattern)
+                  .option("subscribePattern", NO_TOPIC if rehearsal else self.flow.pattern)
                   .option("num.streams", str(mode.streams))
                   .option("topic.refresh.ms", str(TOPIC_REFRESH_MS))
-                  .option("startingOffsets", starting)
-                  .option("positions.group.id", s.group_id))  # the JVM commits positions there (decisions §10)
+                  .option("startingOffsets", starting))
+        if not rehearsal:
+            reader = reader.option("positions.group.id", s.group_id)  # the JVM commits positions there (§10)
         if not mode.real_time and s.max_offsets_per_trigger:  # real-time batches end on the clock, not a count
             reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
         return mirrored(reader.options(**options).load(), self.flow)
@@ -198,8 +207,18 @@ class Pipeline:
                   .option("checkpointLocation", str(s.checkpoint_dir)))
         writer._jwrite = writer._jwrite.foreach(java_writer(self.spark, self.flow, mode.streams, partitions,
                                                             identity))
-        if mode.real_time:
-            writer = writer.outputMode("update").trigger(realTime=f"{s.checkpoint_interval_ms} milliseconds")
-        else:
-            writer = writer.trigger(processingTime=f"{s.batch_interval_ms} milliseconds")
-        return writer.start()
+        return _triggered(writer, mode, s).start()
+
+    def rehearse(self, mode: Mode, checkpoint: str):
+        """The query as `start` makes it, over no topic, into mirrord's writer at least once whatever the delivery
+        (a stream's producer opens at its first record, and no record comes; exactly once would be the same writer
+        in transactions), checkpointed in `checkpoint`: a standby runs it once, so that its JVM has loaded, planned
+        and compiled what a take-over's start needs (docs/decisions.md §6). It reads no record, so it sends none,
+        and commits no position."""
+        s = self.flow.settings
+        writer = (self.records("latest", mode, rehearsal=True).writeStream
+                  .queryName(f"mirrord-{s.flow}-rehearsal")
+                  .option("checkpointLocation", checkpoint))
+        writer._jwrite = writer._jwrite.foreach(self.spark._jvm.io.mirrord.sink.MirrorWriter.atLeastOnce(
+            self.flow.target_properties, mode.streams, 0, False, "", s.offset_lag_max, self.flow.policy.target_prefix))
+        return _triggered(writer, mode, s).start()

@@ -115,8 +115,8 @@ def stop_between_batches(spark, query, timeout: float) -> bool:
 
 # What Spark logs, as errors, when a real-time query is stopped: its long tasks are interrupted mid-write.
 TASK_ABORTS_SETTLE = 3.0
-TASK_ABORT_LOGGERS = ("org.apache.spark.sql.execution.datasources.v2", "org.apache.spark.util.Utils",
-                      "org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.scheduler.DAGScheduler")
+# (the task's own abort lines are off for good: mirrord/log4j2.properties)
+TASK_ABORT_LOGGERS = ("org.apache.spark.scheduler.TaskSetManager", "org.apache.spark.scheduler.DAGScheduler")
 
 
 @contextlib.contextmanager
@@ -181,6 +181,25 @@ def java_members(spark, flow: Flow) -> Callable[[str, float], list[admin.Member]
                                      f"{one_line(str(getattr(exc, 'java_exception', exc)))}") from None
         return [admin.Member(client, host, held == "1") for client, host, held in rows]
     return members
+
+
+def warm_producer(spark, flow: Flow) -> None:
+    """A Kafka producer of the target's properties made in this JVM, asked for the offset-syncs topic's partitions
+    and closed, sending nothing: its classes loaded and its client's path run before a take-over's first record
+    (a standby's rehearsal: its query over no topic makes no producer). No interceptor: it writes nothing."""
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for key, value in flow.target_properties.items():
+        if key != "interceptor.classes":
+            props.setProperty(key, value)
+    serializer = "org.apache.kafka.common.serialization.ByteArraySerializer"
+    props.setProperty("key.serializer", serializer)
+    props.setProperty("value.serializer", serializer)
+    producer = jvm.org.apache.kafka.clients.producer.KafkaProducer(props)
+    try:
+        producer.partitionsFor(flow.offset_syncs_topic)
+    finally:
+        producer.close(jvm.java.time.Duration.ofSeconds(1))
 
 
 def running_tasks(spark) -> int:

@@ -31,6 +31,7 @@ from mirrord.supervisor.notify import Notifier
 from mirrord.supervisor.parts import Parts, build
 from mirrord.supervisor.states import (
     OUTAGE_MEMORY,
+    STANDBY_AFTER,
     Action,
     CountError,
     Do,
@@ -41,6 +42,7 @@ from mirrord.supervisor.states import (
     Log,
     Machine,
     Observation,
+    Phase,
     QueryFailed,
     Reload,
     Restart,
@@ -67,12 +69,13 @@ class Daemon:
         self.watchdog = Watchdog(notifier)
         self._stop = threading.Event()
         self._reload = threading.Event()
+        self._wake = threading.Event()  # a turn now: a signal, the election confirmed this host, a cluster came or went
         self._now = 0.0  # the turn's clock, which the answers to its questions carry
 
     def _take_signals(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self._stop.set())
-        signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
+            signal.signal(sig, lambda *_: (self._stop.set(), self._wake.set()))
+        signal.signal(signal.SIGHUP, lambda *_: (self._reload.set(), self._wake.set()))
 
     def run(self) -> int:
         self._take_signals()
@@ -80,6 +83,7 @@ class Daemon:
         # again once Spark has started: pyspark's SparkContext makes SIGINT cancel every job and raise
         p = self.parts = build(self.flow, self.metrics, self._stop, spark_started=self._take_signals)
         self.mirroring, self.election, self.clusters = p.mirroring, p.election, p.clusters
+        self.election.on_change = self.clusters.on_change = self._wake.set
         return self._supervise()
 
     def _supervise(self) -> int:
@@ -106,7 +110,8 @@ class Daemon:
                     log.info("%s", line)
                 self.notifier.status(line)
                 next_status = now + STATUS_EVERY
-            self._stop.wait(self.watchdog.turn)
+            self._wake.wait(self.watchdog.turn)
+            self._wake.clear()
 
     def _handle(self, seen: Observation) -> None:
         """One observation through the state machine; its actions carried out in order, answers handled in turn."""
@@ -127,12 +132,15 @@ class Daemon:
                 self.notifier.ready(self._status_line())
             case Do.ANNOUNCE | Do.STANDING_BY:
                 announce(action, self.settings, self.parts)
+            case Do.REHEARSE:
+                self.mirroring.rehearse()
             case Do.ASK_ELECTION:
                 try:
                     elected = self.election.elected(self.flow.target_admin)
                 except MirrordError as exc:
                     return Elected(time.monotonic(), False, error=str(exc))
-                return Elected(time.monotonic(), elected, self.election.joined_at)
+                since, patience = self.election.waiting(self.clusters.answering_since("target"), STANDBY_AFTER)
+                return Elected(time.monotonic(), elected, since, patience=patience)
             case Do.START:
                 try:
                     self.mirroring.start()
@@ -201,7 +209,7 @@ class Daemon:
                  self.parts.positions.batches)
 
     def _status_line(self) -> str:
-        standby = None if self.election.active() else self.election.standby_reason()
+        standby = self.election.standby_reason() if self.machine.phase is Phase.STANDBY else None
         return status_line(self.parts.positions, self.parts.acks.rate, self.mirroring.mode, self.clusters.away(),
                            standby, self.machine.phase.value, self.settings.delivery == EXACTLY_ONCE)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirrord.errors import ClusterUnavailable
@@ -19,6 +20,7 @@ from mirrord.metrics import Metrics
 
 log = logging.getLogger(__name__)
 PROBE_EVERY = 2.0
+PROBE_AWAY_EVERY = 0.5  # while a cluster is away: mirroring resumes within a second of its return
 PROBE_TIMEOUT = 5.0
 
 
@@ -39,13 +41,14 @@ class ClusterWatch:
         now, wall = time.monotonic(), time.time()
         self._state = {c.name: Reachability(True, now, wall) for c in clusters}
         self._last_down = float("-inf")  # monotonic time a cluster was last seen away
+        self.on_change: Callable[[], None] = lambda: None  # a cluster went away or came back
 
     def start(self) -> None:
         self.probe()
         threading.Thread(target=self._loop, name="clusters", daemon=True).start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(PROBE_EVERY):
+        while not self._stop.wait(PROBE_EVERY if self.all_up() else PROBE_AWAY_EVERY):
             self.probe()
 
     def probe(self) -> None:
@@ -67,6 +70,8 @@ class ClusterWatch:
             if not up:
                 self._last_down = time.monotonic()
         self.metrics.cluster_up.labels(self.metrics.flow, cluster.name).set(1 if up else 0)
+        if changed:
+            self.on_change()
         if changed and up:
             log.warning("%s cluster (%s) answers again after %s", cluster.name, cluster.bootstrap,
                         _duration(lasted))
@@ -81,6 +86,12 @@ class ClusterWatch:
     def is_up(self, name: str) -> bool:
         with self._lock:
             return self._state[name].up
+
+    def answering_since(self, name: str) -> float:
+        """Since when (monotonic) `name` has answered; now while it is away."""
+        with self._lock:
+            state = self._state[name]
+            return state.since if state.up else time.monotonic()
 
     def up_for(self) -> float:
         """Seconds every cluster has answered without a break (0 while one is away)."""

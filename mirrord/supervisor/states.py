@@ -92,8 +92,9 @@ class Elected:
 
     now: float
     elected: bool
-    joined_at: float = 0.0  # when this host joined the election
+    joined_at: float = 0.0  # when this host joined the election (rejoined, after its session lapsed in an outage)
     error: str | None = None  # the election's topic could not be made
+    patience: float = STANDBY_AFTER  # how long after joined_at the assignment may come before this host stands by
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ class Do(Enum):
     READY = "send READY=1 with the STATUS line"
     ANNOUNCE = "log what is mirrored where (the first start)"
     STANDING_BY = "log that another host mirrors the flow"
+    REHEARSE = "run the query once over no topic, so that a take-over starts it in a warm JVM"
     ASK_ELECTION = "ask whether this host may mirror (joins the election on first use)"
     START = "start the query"
     ASK_HAND_OVER = "ask whether another host holds the flow"
@@ -249,11 +251,12 @@ def _elected(state: State, answer: Elected) -> tuple[State, list[Action]]:
                 [Log(logging.WARNING, f"{answer.error}; retrying in {RESTART_BACKOFF:.0f}s")])
     if answer.elected:
         return replace(state, phase=Phase.STARTING), [Do.START]
-    if answer.now - answer.joined_at <= STANDBY_AFTER:  # just joined: the assignment may still come
+    if answer.now - answer.joined_at <= answer.patience:  # just joined: the assignment may still come
         return replace(state, phase=Phase.STARTING), []
+    rehearse = [] if state.phase is Phase.STANDBY else [Do.REHEARSE]
     if state.ready:
-        return replace(state, phase=Phase.STANDBY), []
-    return replace(state, phase=Phase.STANDBY, ready=True), [Do.STANDING_BY, Do.READY]
+        return replace(state, phase=Phase.STANDBY), rehearse
+    return replace(state, phase=Phase.STANDBY, ready=True), [Do.STANDING_BY, Do.READY, *rehearse]
 
 
 def _start_failed(state: State, failed: StartFailed) -> tuple[State, list[Action]]:

@@ -74,11 +74,13 @@ def daemon(world: World, **settings) -> Daemon:
     d.metrics = Metrics("f")
     d.machine = Machine(d.metrics)
     d.watchdog = Watchdog(d.notifier)
-    d._stop, d._reload, d._now = threading.Event(), threading.Event(), 0.0
+    d._stop, d._reload, d._wake, d._now = threading.Event(), threading.Event(), threading.Event(), 0.0
     d.clusters = SimpleNamespace(away=lambda: list(world.away), all_up=lambda: not world.away,
+                                 answering_since=lambda name: 0.0,
                                  is_up=lambda name: not world.away, up_for=lambda: 0.0 if world.away else 1e6,
                                  down_within=lambda seconds: False)
     d.election = SimpleNamespace(active=lambda: world.active, joined_at=0.0,
+                                 waiting=lambda since, patience: (0.0, patience),
                                  elected=lambda admin: world.call("elected", world.elected),
                                  handed_over=lambda target_up: world.call("handed_over", world.elsewhere),
                                  leadership=SimpleNamespace(group="f.leader"),

@@ -139,16 +139,22 @@ def test_not_elected_just_after_joining_waits_for_the_assignment():
     assert step(State(), Elected(NOW, False, joined_at=NOW - STANDBY_AFTER)) == (State(Phase.STARTING), [])
 
 
-def test_not_elected_for_longer_stands_by_and_sends_ready_once():
+def test_not_elected_for_longer_stands_by_sends_ready_once_and_rehearses_the_query_once():
     answer = Elected(NOW, False, joined_at=NOW - STANDBY_AFTER - 0.1)
     state, actions = step(State(), answer)
-    assert (state, actions) == (State(Phase.STANDBY, ready=True), [Do.STANDING_BY, Do.READY])
+    assert (state, actions) == (State(Phase.STANDBY, ready=True), [Do.STANDING_BY, Do.READY, Do.REHEARSE])
     assert step(state, answer) == (state, [])
+
+
+def test_a_host_rejoining_after_its_session_lapsed_in_an_outage_waits_its_patience_before_standing_by():
+    """A coordinator that restarted keeps the lapsed member until its session ends: not another host's flow."""
+    rejoining = Elected(NOW, False, joined_at=NOW - STANDBY_AFTER - 3, patience=STANDBY_AFTER + 10)
+    assert step(State(Phase.WAITING, ready=True), rejoining) == (State(Phase.STARTING, ready=True), [])
 
 
 def test_not_elected_after_waiting_at_start_up_stands_by_without_a_second_ready():
     answer = Elected(NOW, False, joined_at=NOW - 60)
-    assert step(State(Phase.WAITING, ready=True), answer) == (State(Phase.STANDBY, ready=True), [])
+    assert step(State(Phase.WAITING, ready=True), answer) == (State(Phase.STANDBY, ready=True), [Do.REHEARSE])
 
 
 # -- the start ------------------------------------------------------------------------------------

@@ -104,7 +104,9 @@ def test_admin_client_gets_connection_and_security_keys_in_librdkafka_names():
         JaasLogin(SCRAM, {"username": "mirror", "password": "s3cret"}))
     assert settings == {"bootstrap.servers": "b:9092", "security.protocol": "SASL_SSL",
                         "sasl.mechanism": "SCRAM-SHA-512", "ssl.ca.location": "/etc/mirrord/ca.pem",
-                        "sasl.username": "mirror", "sasl.password": "s3cret"}
+                        "sasl.username": "mirror", "sasl.password": "s3cret",
+                        "reconnect.backoff.max.ms": "1000"}  # Java's default, not librdkafka's 10 s
+    assert admin_settings(cfg(**{"reconnect.backoff.max.ms": "5000"}))["reconnect.backoff.max.ms"] == "5000"
 
 
 def test_jks_truststore_is_refused_for_the_admin_client_with_a_way_out():
