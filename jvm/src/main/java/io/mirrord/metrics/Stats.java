@@ -1,7 +1,5 @@
 package io.mirrord.metrics;
 
-import io.mirrord.sink.DroppedUdf;
-
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Map;

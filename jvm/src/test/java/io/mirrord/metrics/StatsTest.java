@@ -1,6 +1,5 @@
 package io.mirrord.metrics;
 
-import io.mirrord.sink.DroppedUdf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
