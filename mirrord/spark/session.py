@@ -155,6 +155,13 @@ def jvm_positions(spark) -> dict[tuple[str, int], int]:
     return {(topic, int(p)): int(o) for topic, parts in raw.items() for p, o in parts.items()}
 
 
+def jvm_lost(spark) -> list[dict[tuple[str, int], tuple[int, int]]]:
+    """Source records the streams knew of and never read, their topic deleted, since the last call: each a
+    partition's offsets [from, to) (io.mirrord.metrics.Stats#addLost)."""
+    return [{(topic, partition): (begin, stop)}
+            for topic, partition, begin, stop in json.loads(jvm_class(spark, PLUGIN).lostJson())]
+
+
 def flush_positions(spark) -> bool:
     """Commit the acknowledged positions to the source group now (the JVM does it every 250 ms anyway);
     False when the group could not be reached, or this host is fenced."""

@@ -41,6 +41,12 @@ public final class MirrordPlugin implements SparkPlugin {
         return TOTALS.toJson();
     }
 
+    /** Source records the streams knew of and never read since the last call: {@link Stats#takeLostJson()}. */
+    public static String lostJson() {
+        received(TOTALS, Stats.EXECUTOR.drain());
+        return TOTALS.takeLostJson();
+    }
+
     /**
      * Counts that reached the driver: added to {@code totals}, and the acknowledged positions handed to their
      * owner, {@link Positions#DRIVER}.
