@@ -239,7 +239,7 @@ def tagged(tag: str, partitions: int, each: int) -> list[dict]:
             for i in range(each) for p in range(partitions)]
 
 
-@pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
+@pytest.mark.parametrize("trigger", ["real-time", pytest.param("micro-batch", marks=EVERY_CASE)])
 def test_records_of_a_topic_deleted_before_mirrord_read_them_are_counted_lost_and_named(
         kafka_pair, unique, tmp_path, trigger):
     """A source topic deleted while mirrord reads its backlog (one record per fetch, each fetch held by the broker
