@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from mirrord.metrics import Metrics
 from mirrord.positions import Positions
-from mirrord.spark.session import jvm_positions, jvm_totals
+from mirrord.spark.session import jvm_lost, jvm_positions, jvm_totals
 
 log = logging.getLogger(__name__)
 EVERY = 0.5  # the target's acknowledgements become the group's offsets within this
@@ -63,6 +63,7 @@ class Acknowledgements:
         try:
             totals = jvm_totals(self.spark)
             positions = jvm_positions(self.spark)
+            lost = jvm_lost(self.spark)
         except Exception as exc:  # noqa: BLE001 - the JVM is restarting or gone: the supervisor sees it
             log.debug("cannot read the writers' counts: %s", exc)
             return None
@@ -73,4 +74,6 @@ class Acknowledgements:
         self.metrics.set_transactions(totals.get("transactions", {}))
         records = sum(int(t.get("records", 0)) for t in topics.values())
         self.positions.update(positions, records)
+        for gap in lost:
+            self.positions.report_deleted(gap, "its topic deleted")
         return records

@@ -95,8 +95,8 @@ class Metrics:
                            "(identity policy both ways: records loop)", ["flow"], registry=r)
         self.config_refused = Counter("mirrord_topic_configs_refused", "Target topics created without their source "
                                       "topic's configs because the target refused them", ["flow", "topic"], registry=r)
-        self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records) before "
-                            "mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
+        self.lost = Counter("mirrord_records_lost", "Source records deleted (retention, delete-records, the "
+                            "topic deleted) before mirrord read them, so never mirrored", ["flow", "topic"], registry=r)
         self.filtered = Counter("mirrord_records_filtered", "Source records a transform's filter or sample dropped "
                                 "(not written to the target)", ["flow", "topic", "transform"], registry=r)
         self.errors = Counter("mirrord_errors", "Errors by kind", ["flow", "kind"], registry=r)

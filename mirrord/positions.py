@@ -79,14 +79,13 @@ class Positions:
             self.metrics.batch_duration.labels(self.flow).observe(duration)
             self.metrics.last_commit.labels(self.flow).set(time.time())
 
-    def report_deleted(self, lost: dict[TP, tuple[int, int]]) -> None:
+    def report_deleted(self, lost: dict[TP, tuple[int, int]], why: str = "retention or delete-records") -> None:
         for (topic, partition), (begin, stop) in sorted(lost.items()):
             self.metrics.lost.labels(self.flow, topic).inc(stop - begin)
             with self._lock:
                 self.lost += stop - begin
-            log.error("%s-%d: %d records (offsets %d to %d) were deleted from the source (retention or "
-                      "delete-records) before mirrord read them; they are not in the target",
-                      topic, partition, stop - begin, begin, stop - 1)
+            log.error("%s-%d: %d records (offsets %d to %d) were deleted from the source (%s) before mirrord "
+                      "read them; they are not in the target", topic, partition, stop - begin, begin, stop - 1, why)
 
     def update_lag(self, topics: dict[str, int]) -> None:
         """Lag from the source's log-end offsets, independent of Spark: it rises while the target is down."""

@@ -4,10 +4,10 @@ stream), so a lane alone keeps about one core of two busy.
 
 1. The integration tests (the live lane), beside the tests that hold no time bound a busy machine could break
    (unit tests, the bench's harness, the packages and the units in containers, the alerts firing, a Spark
-   standalone cluster's flow).
+   standalone cluster's flow, the upgrades in place, MirrorMaker 1's command line).
 2. The fault tests (kill -9 campaigns, a host cut off, brokers bounced), beside the tests that mostly wait:
    outages that last minutes by design, four and a half of them, then the signals and reloads, then a flow's
-   identity (regions, upgrades) and the upgrades in place. The fault
+   identity (regions, upgrades). The fault
    tests' JVMs run sustained streams and catch-ups: beside the integration tests the kill campaign took 505 s
    instead of 300 s, so they have a phase of their own, shared only with lanes that leave them a core.
    `make test` kills 4 times at least once and 2 + 4 times per trigger mode exactly once;
@@ -33,11 +33,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WAITS = ["tests/faults/test_outages.py", "tests/faults/test_signals.py",
-         "tests/integration/test_identity.py", "tests/integration/test_upgrade.py"]  # mirrord starts, mostly waiting
+         "tests/integration/test_identity.py"]  # four mirrord starts and two brokers, mostly waiting
 PHASES = [
     ("integration", ["tests/integration", "tests/observability/test_rules_and_dashboard.py"],
      "side", ["tests/unit", "tests/observability/test_prometheus_live.py", "tests/bench", "tests/system",
-              "tests/integration/test_spark_cluster.py", "tests/packaging"]),
+              "tests/integration/test_spark_cluster.py", "tests/packaging",
+              "tests/integration/test_upgrade.py", "tests/integration/test_claims.py"]),
     ("faults", ["tests/faults"], "waits", WAITS),
 ]
 NOTHING_SELECTED = 5

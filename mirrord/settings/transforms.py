@@ -8,7 +8,7 @@ the writer takes them after the transforms, from the source's own.
 
 This module only writes the SQL (plain strings, no Spark): `pipeline` applies it to the source's
 DataFrame and asks Spark to analyse it against the Kafka source's schema before anything runs.
-A dropped record is counted in the JVM by `mirrord_dropped(transform, topic)` (io.mirrord.sink.DroppedUdf),
+A dropped record is counted in the JVM by `mirrord_dropped(transform, topic)` (io.mirrord.metrics.DroppedUdf),
 which is only called for records the filter or the sample drops and always returns false.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DROPPED_UDF = ("mirrord_dropped", "io.mirrord.sink.DroppedUdf")
+DROPPED_UDF = ("mirrord_dropped", "io.mirrord.metrics.DroppedUdf")
 SECTION_PREFIX = "transform:"
 # What a transform's expressions can name: the columns of Spark's Kafka source, as it reads them.
 COLUMNS = ("key", "value", "headers", "timestamp", "partition", "offset", "topic", "timestampType")

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 WRITER = "io.mirrord.sink.MirrorWriter"
 PLUGIN = "io.mirrord.metrics.MirrordPlugin"
+# the writer's plugin first: an executor's stop closes the streams' senders, then the metrics ship the last counts
+PLUGINS = f"io.mirrord.sink.WriterPlugin,{PLUGIN}"
 # The JVM options mirrord sets (its log4j2 configuration) and a [spark] section adds to.
 JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
@@ -40,7 +42,7 @@ def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
     replacing them, as its plugins come after mirrord's plugin."""
     log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
     user = dict(settings.spark_conf)
-    plugins = ",".join(p for p in (PLUGIN, user.pop("spark.plugins", "")) if p)
+    plugins = ",".join(p for p in (PLUGINS, user.pop("spark.plugins", "")) if p)
     java = {key: " ".join(o for o in (log4j, user.pop(key, "").strip()) if o) for key in JAVA_OPTIONS}
     own_regex = user.pop("spark.redaction.regex", "")
     return {
@@ -78,7 +80,7 @@ def spark_session(settings: Settings, master: str):
     try:
         _launch_jvm(conf)
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
-        spark._jvm.io.mirrord.sink.DroppedUdf.register(spark._jsparkSession)
+        spark._jvm.io.mirrord.metrics.DroppedUdf.register(spark._jsparkSession)
     except Exception as exc:  # noqa: BLE001 - py4j/JVM start failures come in many types
         first = redact(str(exc).splitlines()[0])
         raise MirrordError(f"cannot start Spark ({master}): {first}") from None
@@ -151,6 +153,13 @@ def jvm_positions(spark) -> dict[tuple[str, int], int]:
     jvm_class(spark, PLUGIN).totalsJson()  # local mode: this JVM's acknowledgements, now
     raw = json.loads(jvm_class(spark, "io.mirrord.positions.Positions").DRIVER.json())
     return {(topic, int(p)): int(o) for topic, parts in raw.items() for p, o in parts.items()}
+
+
+def jvm_lost(spark) -> list[dict[tuple[str, int], tuple[int, int]]]:
+    """Source records the streams knew of and never read, their topic deleted, since the last call: each a
+    partition's offsets [from, to) (io.mirrord.metrics.Stats#addLost)."""
+    return [{(topic, partition): (begin, stop)}
+            for topic, partition, begin, stop in json.loads(jvm_class(spark, PLUGIN).lostJson())]
 
 
 def flush_positions(spark) -> bool:

@@ -237,3 +237,43 @@ def tagged(tag: str, partitions: int, each: int) -> list[dict]:
     return [{"partition": p, "key": f"{tag}-k{p}-{i}".encode(), "value": f"{tag}-v{p}-{i}".encode(),
              "headers": [("h", f"{tag}{i}".encode())], "timestamp": now - 60_000 + i}
             for i in range(each) for p in range(partitions)]
+
+
+@pytest.mark.parametrize("trigger", ["real-time", pytest.param("micro-batch", marks=EVERY_CASE)])
+def test_records_of_a_topic_deleted_before_mirrord_read_them_are_counted_lost_and_named(
+        kafka_pair, unique, tmp_path, trigger):
+    """A source topic deleted while mirrord reads its backlog (one record per fetch, each fetch held by the broker
+    for 300 ms: fetch.min.bytes is never met): the records mirrord never read are counted in
+    mirrord_records_lost_total and named in one journal line, and those are exactly the ones not on the target."""
+    source, target = kafka_pair
+    topic, group, records = unique("deleted-unread"), unique("deleted-unread-group"), 200
+    create_topic(source.bootstrap, topic, 1)
+    produce(source.bootstrap, topic, [{"partition": 0, "key": b"k", "value": str(i).encode()} for i in range(records)],
+            {"linger.ms": "0", "batch.num.messages": "1"})  # a batch a record, so a fetch brings one
+    slow = {"max.poll.records": "1", "fetch.max.bytes": "1", "max.partition.fetch.bytes": "1",
+            "fetch.min.bytes": "100000000", "fetch.max.wait.ms": "300"}
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"trigger": trigger}, consumer=slow)
+    host = Mirrord(config)
+    try:
+        host.start().wait_ready()
+        wait_until(lambda: count(target.bootstrap, topic) >= 3, 90, "the first records copied")
+        admin = AdminClient({"bootstrap.servers": source.bootstrap})
+        admin.delete_topics([topic])[topic].result()
+        wait_until(lambda: metric_value(host.metrics(), "mirrord_records_lost_total", topic=topic), 60,
+                   "the unread records counted lost")
+        named = [line for line in host.output().splitlines() if f"{topic}-0: " in line and "were deleted" in line]
+        assert len(named) == 1, named
+        begin, stop = (int(o) for o in named[0].split("(offsets ")[1].split(")")[0].split(" to "))
+        lost = metric_value(host.metrics(), "mirrord_records_lost_total", topic=topic)
+        assert (lost, stop) == (stop - begin + 1, records - 1), (lost, named[0])
+        assert "deleted from the source (its topic deleted) before mirrord read them" in named[0]
+
+        def copied() -> set[int]:
+            return {int(r.value) for r in read_all(target.bootstrap, topic).get(0, [])}
+        wait_until(lambda: copied() == set(range(begin)), 30, "every record read before the deletion on the target")
+        assert host.stop() == 0, host.output()[-3000:]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- mirrord's log:\n{host.output()[-5000:]}") from None
+    finally:
+        host.stop()

@@ -288,7 +288,7 @@ def test_check_passes_on_a_configuration_using_every_feature(
         "source.alias": "east", "target.alias": "west", "replication.policy.separator": "_",
         "spark.master": "spark://127.0.0.1:7077", "max.offsets.per.trigger": "100000", "offset.lag.max": "50",
         "stall.timeout.ms": "60000", "leader.election.enabled": "true", "leader.session.timeout.ms": "15000",
-        "delivery": "exactly-once", "transaction.interval.ms": "200",
+        "delivery": "exactly-once", "transaction.interval.ms": "200", "offset.syncs.retire.enabled": "false",
     }
     assert set(settings) == set(config.KEYS), "a setting of mirrord.conf is missing here"
     sections = """

@@ -40,4 +40,4 @@ def test_both_jvms_options_at_once_and_the_rest_of_the_section_passes_through(tm
     assert conf["spark.driver.extraJavaOptions"] == f"{LOG4J} -Xss4m"
     assert conf["spark.executor.extraJavaOptions"] == f"{LOG4J} -Dsome.flag=1"
     assert conf["spark.driver.memory"] == "2g"
-    assert conf["spark.plugins"] == "io.mirrord.metrics.MirrordPlugin"
+    assert conf["spark.plugins"] == "io.mirrord.sink.WriterPlugin,io.mirrord.metrics.MirrordPlugin"

@@ -1,7 +1,5 @@
 package io.mirrord.metrics;
 
-import io.mirrord.sink.MirrorWriter;
-
 import io.mirrord.positions.Positions;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -20,8 +18,9 @@ import org.slf4j.LoggerFactory;
  * from every executor to the driver, every {@value #INTERVAL_CONF} ms (default 250), where Python
  * reads them with {@code spark._jvm.io.mirrord.metrics.MirrordPlugin.totalsJson()}.
  *
- * <p>When an executor stops, the streams' senders it keeps are closed first ({@link MirrorWriter#closeAll}): what
- * they buffered is delivered and their delayed offset syncs written, neither lost nor left out of the last counts.
+ * <p>When an executor stops, the counts are shipped one last time; mirrord's writer plugin, listed before this one
+ * ({@code io.mirrord.sink.WriterPlugin}), has closed the streams' senders by then, so what they buffered is delivered
+ * and in the last counts.
  *
  * <p>In local mode the executor runs in the driver's JVM; the counts are still moved from
  * {@link Stats#EXECUTOR} to a separate driver-side {@link Stats}, so nothing is counted twice.
@@ -40,6 +39,12 @@ public final class MirrordPlugin implements SparkPlugin {
     public static String totalsJson() {
         received(TOTALS, Stats.EXECUTOR.drain());
         return TOTALS.toJson();
+    }
+
+    /** Source records the streams knew of and never read since the last call: {@link Stats#takeLostJson()}. */
+    public static String lostJson() {
+        received(TOTALS, Stats.EXECUTOR.drain());
+        return TOTALS.takeLostJson();
     }
 
     /**
@@ -117,7 +122,6 @@ public final class MirrordPlugin implements SparkPlugin {
                     Thread.currentThread().interrupt();
                 }
             }
-            MirrorWriter.closeAll();
             if (sender != null) {
                 ship();
             }

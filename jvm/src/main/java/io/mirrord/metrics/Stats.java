@@ -1,12 +1,12 @@
 package io.mirrord.metrics;
 
-import io.mirrord.sink.DroppedUdf;
-
 import java.io.Serializable;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -44,6 +44,7 @@ public final class Stats {
     final Map<String, Map<String, LongAdder>> filtered = new ConcurrentHashMap<>();  // transform → topic
     final Map<String, Map<Integer, AckedPosition>> positions = new ConcurrentHashMap<>();  // source topic → partition
     private final Set<Tally> tallies = ConcurrentHashMap.newKeySet();
+    private final ConcurrentLinkedQueue<Lost> lost = new ConcurrentLinkedQueue<>();  // until the supervisor takes them
 
     public Stats() {
         for (int i = 0; i < BUCKETS; i++) {
@@ -124,6 +125,21 @@ public final class Stats {
         return count != null ? count : topics.computeIfAbsent(topic, t -> new LongAdder());
     }
 
+    /** Source records {@code [from, to)} of a partition that a stream knew of and never read (its topic deleted). */
+    public void addLost(String topic, int partition, long from, long to) {
+        lost.add(new Lost(topic, partition, from, to));
+    }
+
+    /** The ranges lost since the last call, {@code [["topic",partition,from,to],...]}, for the supervisor to count. */
+    public String takeLostJson() {
+        StringBuilder json = new StringBuilder("[");
+        for (Lost range; (range = lost.poll()) != null; ) {
+            StatsJson.appendString(json.append(json.length() > 1 ? ",[" : "["), range.topic());
+            json.append(',').append(range.partition()).append(',').append(range.from()).append(',').append(range.to()).append(']');
+        }
+        return json.append(']').toString();
+    }
+
     /** Moves every count into the returned delta; counts added meanwhile stay here, none is lost. */
     public Delta drain() {
         countTallies();
@@ -143,6 +159,9 @@ public final class Stats {
         delta.syncErrors = take(syncErrors);
         delta.transactions = take(transactions);
         delta.aborted = take(aborted);
+        for (Lost range; (range = lost.poll()) != null; ) {
+            delta.lost.add(range);
+        }
         filtered.forEach((transform, topics) -> topics.forEach((topic, count) -> {
             long n = take(count);
             if (n != 0) {
@@ -172,6 +191,7 @@ public final class Stats {
         syncErrors.add(delta.syncErrors);
         transactions.add(delta.transactions);
         aborted.add(delta.aborted);
+        lost.addAll(delta.lost);
         delta.filtered.forEach((transform, topics) -> topics.forEach(
                 (topic, n) -> filteredCounter(transform, topic).add(n)));
         delta.positions.forEach((topic, partitions) -> partitions.forEach(
@@ -199,11 +219,12 @@ public final class Stats {
         long aborted;
         final HashMap<String, HashMap<String, Long>> filtered = new HashMap<>();  // transform → topic → records
         public final HashMap<String, HashMap<Integer, long[]>> positions = new HashMap<>();  // source topic → partition → {incarnation, next}
+        final ArrayList<Lost> lost = new ArrayList<>();
 
         public boolean isEmpty() {
             if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || transactions != 0 || aborted != 0
                     || !filtered.isEmpty()
-                    || !positions.isEmpty()) {
+                    || !positions.isEmpty() || !lost.isEmpty()) {
                 return false;
             }
             for (long count : latencyCounts) {
@@ -213,6 +234,10 @@ public final class Stats {
             }
             return true;
         }
+    }
+
+    /** Source records {@code [from, to)} of one partition, never read (see {@link #addLost}). */
+    record Lost(String topic, int partition, long from, long to) implements Serializable {
     }
 
     /** One topic's counters; the writer keeps a reference per partition instead of a lookup per record. */

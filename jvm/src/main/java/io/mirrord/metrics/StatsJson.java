@@ -79,7 +79,7 @@ final class StatsJson {
         return json.append("}}").toString();
     }
 
-    private static void appendString(StringBuilder json, String s) {
+    static void appendString(StringBuilder json, String s) {
         json.append('"');
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);

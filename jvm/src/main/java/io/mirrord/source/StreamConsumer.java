@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * batch's deadline, and every {@code topic.refresh.ms} the stream looks for partitions that match and are
  * its own ({@link TopicLook}), taking one up from its start. Records deleted from the source before they were
  * read are skipped with a log line naming the offsets (the supervisor counts them as lost); a partition gone
- * from the source (its topic deleted) is dropped.
+ * from the source (its topic deleted) is dropped, what it held and this stream never handed out counted lost.
  */
 final class StreamConsumer {
     private static final Logger log = LoggerFactory.getLogger(StreamConsumer.class);
@@ -63,6 +63,7 @@ final class StreamConsumer {
         until = ends;
         Set<TopicPartition> wanted = from.keySet();
         if (!wanted.equals(consumer.assignment())) {
+            topics.dropped(consumer.assignment(), wanted, next);
             consumer.assign(wanted);
         }
         fetched.retain(wanted);
@@ -211,6 +212,7 @@ final class StreamConsumer {
         }
         flush();
         current = null;
+        change.gone().forEach(tp -> topics.lost(tp, next.getOrDefault(tp, Long.MAX_VALUE), topics.fetchedEnd(tp)));
         Set<TopicPartition> assignment = new HashSet<>(assigned);
         assignment.removeAll(change.gone());
         assignment.addAll(change.ready());
@@ -244,8 +246,7 @@ final class StreamConsumer {
         }
         for (TopicPartition tp : new HashSet<>(open)) {
             if (!existing.contains(tp)) {
-                log.warn("{}: the topic was deleted from the source before offsets {} to {} were read", tp,
-                    next.get(tp), until.get(tp) - 1);
+                topics.lost(tp, next.get(tp), until.get(tp));
                 next.put(tp, until.get(tp));
                 close(tp);
             }

@@ -1,19 +1,25 @@
 package io.mirrord.source;
 
+import io.mirrord.metrics.Stats;
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A stream's look at the source's topics from its own consumer, in the middle of a batch: which partitions
  * that match are gone, and, in real-time mode, which of this stream's ({@link Assignment}) appeared. A new
  * partition is taken up once it was seen at two looks running (the supervisor creates the target topic in
- * between).
+ * between). A partition gone is {@link #lost} from where the stream stopped handing it out.
  */
 final class TopicLook {
+    private static final Logger log = LoggerFactory.getLogger(TopicLook.class);
     private static final Duration ASK_TIMEOUT = Duration.ofSeconds(1);
 
     /** What changed since the last look: partitions to take up, and partitions gone from the source. */
@@ -63,5 +69,40 @@ final class TopicLook {
         ready.retainAll(seenOnce);
         seenOnce = fresh;
         return new Change(ready, gone);
+    }
+
+    /**
+     * {@code tp}'s topic was deleted: its records {@code [from, to)} were never handed out by this stream, counted
+     * and named by the supervisor ({@link Stats#addLost}).
+     */
+    void lost(TopicPartition tp, long from, long to) {
+        if (to > from) {
+            Stats.EXECUTOR.addLost(tp.topic(), tp.partition(), from, to);
+        }
+    }
+
+    /**
+     * A batch leaves out partitions of {@code assigned} (each read up to {@code next}, the next offset to hand
+     * out): those whose topic was deleted lost what the stream had not handed out of them.
+     */
+    void dropped(Set<TopicPartition> assigned, Set<TopicPartition> wanted, Map<TopicPartition, Long> next) {
+        Set<TopicPartition> dropped = new HashSet<>(assigned);
+        dropped.removeAll(wanted);
+        dropped.retainAll(next.keySet());
+        Set<TopicPartition> existing = dropped.isEmpty() ? null : existing();
+        if (existing != null) {
+            dropped.stream().filter(tp -> !existing.contains(tp)).forEach(tp -> lost(tp, next.get(tp), fetchedEnd(tp)));
+        }
+    }
+
+    /** {@code tp}'s end as this consumer last fetched it (its high watermark), without asking; -1 if unknown. */
+    long fetchedEnd(TopicPartition tp) {
+        try {
+            OptionalLong lag = consumer.currentLag(tp);
+            return lag.isPresent() ? consumer.position(tp, Duration.ZERO) + lag.getAsLong() : -1;
+        } catch (RuntimeException e) {
+            log.debug("{}: no end known from the last fetch: {}", tp, e.toString());
+            return -1;
+        }
     }
 }

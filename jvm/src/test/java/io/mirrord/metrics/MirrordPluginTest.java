@@ -1,6 +1,7 @@
 package io.mirrord.metrics;
 
 import io.mirrord.sink.SendsFixture;
+import io.mirrord.sink.WriterPlugin;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -53,7 +54,7 @@ class MirrordPluginTest {
     }
 
     @Test
-    void anExecutorStoppingClosesTheStreamsSendersBeforeItShipsTheLastCounts() {
+    void anExecutorStoppingClosesTheStreamsSendersThroughTheWritersPluginBeforeTheLastCountsShip() {
         Stats executor = new Stats();
         SendsFixture sends = new SendsFixture(executor);
         for (int i = 0; i < 3; i++) {
@@ -65,6 +66,7 @@ class MirrordPluginTest {
         List<Object> messages = new ArrayList<>();
         shipper.sendTo(messages::add);
 
+        new WriterPlugin().executorPlugin().shutdown();  // spark.plugins lists it first: Spark stops it first
         shipper.shutdown();
 
         assertEquals(2, sends.syncs().size(), "the run's first sync and its delayed last one");

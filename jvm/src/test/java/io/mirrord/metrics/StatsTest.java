@@ -1,6 +1,5 @@
 package io.mirrord.metrics;
 
-import io.mirrord.sink.DroppedUdf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -148,6 +147,20 @@ class StatsTest {
     }
 
     /** The delta as the driver gets it: through Java serialization. */
+    @Test
+    void lostRangesReachTheDriverOnceThroughASerializedDelta() throws Exception {
+        Stats executor = new Stats();
+        executor.addLost("t\"x", 0, 5, 9);
+        executor.addLost("t\"x", 0, 12, 20);
+        Stats.Delta delta = roundTrip(executor.drain());
+        assertFalse(delta.isEmpty());
+        assertEquals("[]", executor.takeLostJson());
+        Stats driver = new Stats();
+        driver.add(delta);
+        assertEquals("[[\"t\\\"x\",0,5,9],[\"t\\\"x\",0,12,20]]", driver.takeLostJson());
+        assertEquals("[]", driver.takeLostJson());
+    }
+
     private static Stats.Delta roundTrip(Stats.Delta delta) throws Exception {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {

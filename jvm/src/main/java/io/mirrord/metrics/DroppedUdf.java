@@ -1,7 +1,4 @@
-package io.mirrord.sink;
-
-import io.mirrord.metrics.MirrordPlugin;
-import io.mirrord.metrics.Stats;
+package io.mirrord.metrics;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF2;
@@ -21,7 +18,7 @@ public final class DroppedUdf implements UDF2<String, String, Boolean> {
     public static final String NAME = "mirrord_dropped";
     private static final long serialVersionUID = 1L;
 
-    /** From Python: {@code spark._jvm.io.mirrord.sink.DroppedUdf.register(spark._jsparkSession)}. */
+    /** From Python: {@code spark._jvm.io.mirrord.metrics.DroppedUdf.register(spark._jsparkSession)}. */
     public static void register(SparkSession spark) {
         spark.udf().register(NAME, functions.udf(new DroppedUdf(), DataTypes.BooleanType).asNondeterministic());
     }
