@@ -4,7 +4,7 @@ stream), so a lane alone keeps about one core of two busy.
 
 1. The integration tests (the live lane), beside the tests that hold no time bound a busy machine could break
    (unit tests, the bench's harness, the packages and the units in containers, the alerts firing, a Spark
-   standalone cluster's flow, the upgrades in place, MirrorMaker 1's command line).
+   standalone cluster's flow, the upgrades in place).
 2. The fault tests (kill -9 campaigns, a host cut off, brokers bounced), beside the tests that mostly wait:
    outages that last minutes by design, four and a half of them, then the signals and reloads, then a flow's
    identity (regions, upgrades). The fault
@@ -38,7 +38,7 @@ PHASES = [
     ("integration", ["tests/integration", "tests/observability/test_rules_and_dashboard.py"],
      "side", ["tests/unit", "tests/observability/test_prometheus_live.py", "tests/bench", "tests/system",
               "tests/integration/test_spark_cluster.py", "tests/packaging",
-              "tests/integration/test_upgrade.py", "tests/integration/test_claims.py"]),
+              "tests/integration/test_upgrade.py"]),
     ("faults", ["tests/faults"], "waits", WAITS),
 ]
 NOTHING_SELECTED = 5
