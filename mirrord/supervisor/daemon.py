@@ -52,6 +52,7 @@ from mirrord.supervisor.states import (
     Turn,
 )
 from mirrord.supervisor.status import status_line
+from mirrord.supervisor.wake import Wake
 from mirrord.supervisor.watchdog import Watchdog
 
 log = logging.getLogger("mirrord")
@@ -67,15 +68,15 @@ class Daemon:
         self.metrics = Metrics(self.settings.flow, spark_version())
         self.machine = Machine(self.metrics)
         self.watchdog = Watchdog(notifier)
-        self._stop = threading.Event()
-        self._reload = threading.Event()
-        self._wake = threading.Event()  # a turn now: a signal, the election confirmed this host, a cluster came or went
+        self._stop = threading.Event()  # other threads wait on it; a handler's set() never waits on this thread
+        self._reload = False  # a plain flag: a signal handler must take no lock this thread may hold (wake.py)
+        self._wake = Wake()  # a turn now: a signal, the election confirmed this host, a cluster came or went
         self._now = 0.0  # the turn's clock, which the answers to its questions carry
 
     def _take_signals(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: (self._stop.set(), self._wake.set()))
-        signal.signal(signal.SIGHUP, lambda *_: (self._reload.set(), self._wake.set()))
+        signal.signal(signal.SIGHUP, lambda *_: (setattr(self, "_reload", True), self._wake.set()))
 
     def run(self) -> int:
         self._take_signals()
@@ -92,8 +93,8 @@ class Daemon:
             if self._stop.is_set():
                 self._handle(Stop())
                 return 0
-            if self._reload.is_set():
-                self._reload.clear()
+            if self._reload:
+                self._reload = False
                 self._handle(Reload())
             jvm_exit = jvm_exit_status()
             self._now = now = time.monotonic()
@@ -111,7 +112,6 @@ class Daemon:
                 self.notifier.status(line)
                 next_status = now + STATUS_EVERY
             self._wake.wait(self.watchdog.turn)
-            self._wake.clear()
 
     def _handle(self, seen: Observation) -> None:
         """One observation through the state machine; its actions carried out in order, answers handled in turn."""

@@ -4,6 +4,8 @@ fakes: no brokers, no Spark. Each test runs the real supervisor loop, turn after
 from __future__ import annotations
 
 import logging
+import signal
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -15,6 +17,7 @@ from mirrord.supervisor import daemon as daemon_module
 from mirrord.supervisor import states
 from mirrord.supervisor.daemon import Daemon
 from mirrord.supervisor.states import Machine, Phase
+from mirrord.supervisor.wake import Wake
 from mirrord.supervisor.watchdog import Watchdog
 
 AWAY = "target cluster (b:9092) unreachable since 10:42:17 (3s)"
@@ -74,7 +77,7 @@ def daemon(world: World, **settings) -> Daemon:
     d.metrics = Metrics("f")
     d.machine = Machine(d.metrics)
     d.watchdog = Watchdog(d.notifier)
-    d._stop, d._reload, d._wake, d._now = threading.Event(), threading.Event(), threading.Event(), 0.0
+    d._stop, d._reload, d._wake, d._now = threading.Event(), False, Wake(), 0.0
     d.clusters = SimpleNamespace(away=lambda: list(world.away), all_up=lambda: not world.away,
                                  answering_since=lambda name: 0.0,
                                  is_up=lambda name: not world.away, up_for=lambda: 0.0 if world.away else 1e6,
@@ -217,3 +220,38 @@ def test_a_jvm_that_fenced_itself_ends_the_daemon_with_75(monkeypatch):
     monkeypatch.setattr(daemon_module, "jvm_exit_status", lambda: 75)
     with pytest.raises(Fenced, match="Spark's JVM fenced itself"):
         supervise(daemon(World(lambda world, turn: None)))
+
+
+
+def test_a_signal_at_any_line_of_the_turn_never_hangs_the_supervisor():
+    """CI once saw mirrord hang at SIGTERM: Python ran the handler while the main thread held the lock of the
+    event it waited on, and the handler's set() waited for that lock for ever. Here the real handlers run at
+    every line the main thread runs in the turn and its wait, as a signal may land there; the loop must go on
+    to its stop. (An alarm ends the test if a handler waits: lock waits are interrupted by signals.)"""
+    world = World(lambda world, turn: d._stop.set() if turn == 30 else None)
+    d = daemon(world)
+    d._do_reload = lambda: world.call("reload")
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM)}
+
+    def hung(*_):
+        raise TimeoutError("a signal handler waited for a lock its own thread held")
+
+    def ring(frame, event, arg):
+        if event == "line" and frame.f_code.co_filename.endswith(("threading.py", "wake.py", "daemon.py")):
+            handler(signal.SIGHUP, frame)
+        return ring
+    try:
+        d._take_signals()
+        handler = signal.getsignal(signal.SIGHUP)
+        signal.signal(signal.SIGALRM, hung)
+        signal.alarm(20)
+        sys.settrace(ring)
+        try:
+            assert d._supervise() == 0
+        finally:
+            sys.settrace(None)
+    finally:
+        signal.alarm(0)
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
+    assert world.calls.count("reload") >= 20 and d.notifier.sent[-1] == "STOPPING"
