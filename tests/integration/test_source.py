@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+from tests.harness.mirrord import EVERY_CASE
 from tests.harness.records import create_topic, end_offsets, produce, producer, read_all, wait_until
 
 
@@ -87,7 +88,8 @@ def test_two_streams_read_twelve_partitions_with_every_field_as_the_kafka_source
     assert spark._jvm.io.mirrord.source.MirrordSource.keptConsumers() == before  # a stopped run closes its own
 
 
-@pytest.mark.parametrize("real_time", [False, True], ids=["micro-batch", "real-time"])
+# the default trigger, real-time, always; MIRRORD_EVERY_CASE micro-batch too
+@pytest.mark.parametrize("real_time", [pytest.param(False, marks=EVERY_CASE), True], ids=["micro-batch", "real-time"])
 def test_topics_and_partitions_that_appear_are_read_from_their_start_and_a_deleted_topic_is_dropped(
         kafka_pair, spark, unique, real_time):
     source, target = kafka_pair
