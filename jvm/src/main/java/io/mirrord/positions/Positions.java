@@ -84,8 +84,9 @@ public final class Positions {
             }
             if (end < e.next) {  // the source went back under the reader: a new incarnation, read to `end`
                 e.incarnation++;
-                log.warn("{}: the source's offsets went back from {} to {} (the topic was recreated): its position "
-                        + "starts again there", tp, e.next, end);
+                log.warn("{}: the batch ended at offset {}, below the acknowledged {} (the topic was recreated, or "
+                        + "a lost task ran again from its batch's start): its position starts again there", tp, end,
+                        e.next);
             }
             e.next = end;
         });
