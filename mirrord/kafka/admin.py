@@ -302,17 +302,23 @@ def _wait_visible(target: Cluster, wanted: Mapping[str, int], timeout: float = 3
     raise MirrordError(f"target topics not visible after {timeout:.0f}s: {sorted(wanted)}")
 
 
+SYNCS_SEGMENT_MS = 3_600_000  # the offset-syncs topic's segments roll hourly, so compaction reaches them
+
+
 def ensure_offset_syncs_topic(target: Cluster, name: str) -> None:
-    """The offset-syncs topic on the target: one partition, compacted, as MirrorMaker 2 creates it."""
-    ensure_internal_topic(target, name, "offset syncs")
+    """The offset-syncs topic on the target: one partition, compacted, as MirrorMaker 2 creates it, and its
+    segments rolled every hour (`segment.ms`): compaction never touches the active segment, which the broker's
+    default rolls after 7 days or 1 GiB, so without it every start read a week of syncs (docs/decisions.md §7)."""
+    ensure_internal_topic(target, name, "offset syncs", {"segment.ms": str(SYNCS_SEGMENT_MS)})
 
 
-def ensure_internal_topic(target: Cluster, name: str, what: str) -> None:
+def ensure_internal_topic(target: Cluster, name: str, what: str, config: dict[str, str] | None = None) -> None:
     """One of MirrorMaker 2's topics (offset syncs, checkpoints, heartbeats) or mirrord's leader election
-    topic: one partition, compacted."""
+    topic: one partition, compacted (and `config`, when made here)."""
     if name in target.partitions():
         return
-    new = NewTopic(name, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
+    new = NewTopic(name, num_partitions=1, replication_factor=-1,
+                   config={"cleanup.policy": "compact", **(config or {})})
     try:
         target.admin.create_topics([new], request_timeout=TIMEOUT)[name].result()
         log.info("%s topic %s created on the %s cluster", what, name, target.name)

@@ -37,7 +37,8 @@ RUN_START_HEADER = "mirrord.run.start"
 EARLIER_RUNS_HEADER = "mirrord.writer.runs"
 TARGET_TOPIC_ID_HEADER = "mirrord.target.topic.id"
 RUNS_BEFORE_HEADER = "mirrord.writer.runs.before"
-UNSURE = ""  # the target incarnation of a writer's runs from before it heard of a recreation: lowering only
+UNSURE = ""  # a target incarnation not known (runs from before a recreation, a sync written before its writer
+# knew the topic's id: the topic may have been recreated since it was copied into): lowering only
 
 
 @dataclass(frozen=True, order=True)
@@ -61,7 +62,7 @@ def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]]
     """A record of the offset-syncs topic, in MirrorMaker 2's format: key = topic (int16 length + UTF-8)
     and partition (int32), then mirrord's writer id (ignored here); value = upstream and downstream offsets
     (int64 each), big-endian. mirrord's headers: the run start (int64), the writer's earlier runs (int64
-    triples: upstream, downstream, run start), the target topic's id (UTF-8)."""
+    triples: upstream, downstream, run start), the target topic's id (UTF-8; empty: not known to the writer)."""
     (length,) = struct.unpack_from(">h", key, 0)
     topic = key[2:2 + length].decode("utf-8")
     (partition,) = struct.unpack_from(">i", key, 2 + length)
@@ -73,8 +74,8 @@ def decode(key: bytes, value: bytes, headers: Sequence[tuple[str, bytes | None]]
         elif name in runs and raw is not None and len(raw) % 24 == 0:
             values = struct.unpack(f">{len(raw) // 8}q", raw)
             runs[name] = tuple(OffsetSync(topic, partition, *values[i:i + 3]) for i in range(0, len(values), 3))
-        elif name == TARGET_TOPIC_ID_HEADER and raw:
-            target_id = raw.decode("utf-8", "replace")
+        elif name == TARGET_TOPIC_ID_HEADER and raw is not None:
+            target_id = raw.decode("utf-8", "replace")  # empty: its writer did not know the id yet (UNSURE)
     return OffsetSync(topic, partition, upstream, downstream, run_start, runs[EARLIER_RUNS_HEADER], target_id,
                       runs[RUNS_BEFORE_HEADER])
 
@@ -113,8 +114,11 @@ def translate(syncs: Iterable[OffsetSync], group_offset: int, lowering: Iterable
     writer copying one for one (a contiguous run), the lowest is its own position: exact.
 
     `lowering`: syncs that may describe the target topic or may not (they name an earlier incarnation of it:
-    of the old topic, or of the new one written before their writer knew it was recreated). Each may only lower
-    the answer, as a run covering or above the group's offset does; none begins a translation.
+    of the old topic, or of the new one written before their writer knew it was recreated, or of one their writer
+    did not know yet). Each may only lower the answer, as a run covering or above the group's offset does; one
+    beginning at or below the group's offset shows that the group was mirrored, so a run of the topic as it is
+    above the group's offset answers (the group's next records went with a deleted topic), but no lowering sync
+    answers alone, nor gives MirrorMaker 2's + 1.
     """
     lowest: int | None = None  # of the candidates
     below: OffsetSync | None = None  # the newest sync below the group's offset
@@ -129,11 +133,14 @@ def translate(syncs: Iterable[OffsetSync], group_offset: int, lowering: Iterable
             covered = covered or first <= group_offset
         elif below is None or s.upstream > below.upstream:
             below = s
-    if not begun:
+    lowering = list(lowering)
+    if not begun and not any(s.first <= group_offset for s in lowering):
         return None
-    if not covered:
+    if not covered and below is not None:
         plus_one = below.downstream + 1  # MirrorMaker 2's rule: past the newest sync below, never extrapolated
         lowest = plus_one if lowest is None else min(lowest, plus_one)
+    if lowest is None:
+        return None  # only syncs of another incarnation, or an unknown one, would answer
     for s in lowering:
         if s.upstream >= group_offset:
             lowest = min(lowest, s.downstream - (s.upstream - max(group_offset, s.first)))
@@ -233,12 +240,19 @@ class OffsetSyncStore:
     def translate(self, topic: str, partition: int, group_offset: int, target_id: str | None = None,
                   end: int | None = None) -> int | None:
         """Translation on the syncs that describe the target topic as it is; those naming an earlier incarnation
-        of it may only lower the answer, and one past the partition's end is nobody's now."""
+        of it may only lower the answer, and one past the partition's end is nobody's now. A group that was
+        mirrored into a target topic deleted since (a sync of another incarnation begins at or below its offset)
+        and that no sync of the topic as it is translates, reads the topic as it is from its start: 0, never
+        ahead (its next records went with the old topic, or are in the new one where no sync read shows yet)."""
         held = self.syncs(topic, partition, end)
         if target_id is None:
             return translate(held, group_offset)
         now = [s for s in held if s.target_id in (None, target_id)]
-        return translate(now, group_offset, [s for s in held if s.target_id not in (None, target_id)])
+        answer = translate(now, group_offset, [s for s in held if s.target_id not in (None, target_id)])
+        if answer is None and any(s.target_id not in (None, UNSURE, target_id) and s.first <= group_offset
+                                  for s in self.syncs(topic, partition)):
+            return 0
+        return answer
 
 
 def parse_source_offsets(text: str | None) -> dict[tuple[str, int], int]:

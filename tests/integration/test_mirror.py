@@ -348,7 +348,8 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
     consumer_group = unique("syncs-kept-app")
     config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
                         conf={"sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "1",
-                              "groups": consumer_group, "source.alias": unique("alias"), "delivery": delivery})
+                              "groups": consumer_group, "source.alias": (alias := unique("alias")),
+                              "delivery": delivery})
     daemon = Mirrord(config).start()
     try:
         daemon.wait_ready()
@@ -362,6 +363,9 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
         wait_until(lambda: committed_offsets(source.bootstrap, group, topic) == ends, 120, "the last burst mirrored")
         assert daemon.stop() == 0
         shutil.rmtree(tmp_path / "flow" / "state")  # the host's disk is lost; the target cluster is not
+        # compacted, and rolled hourly so that compaction reaches the syncs (the broker's default: 7 days)
+        assert topic_own_configs(target.bootstrap, offset_syncs_topic(alias)) == {
+            "cleanup.policy": "compact", "segment.ms": "3600000"}
 
         position = {0: 97, 1: 160 + 7}  # partition 1's group is inside the last burst's copy
         commit_offsets(source.bootstrap, consumer_group, topic, position)

@@ -38,13 +38,14 @@ def test_target_offsets_only_move_forward_and_unsynced_partitions_are_left_alone
 
 def test_after_the_target_topic_was_recreated_its_old_syncs_checkpoints_and_group_offsets_are_not_used():
     """The target topic `t` was deleted and recreated (id new), 10 records in it now: the old topic's syncs (id old,
-    and one of mirrord's before the header, past the end) translate no group, and a checkpoint or a target group
-    offset past the end is replaced by a lower one."""
+    and one of mirrord's before the header, past the end) put no group in it: a group they show mirrored reads the new
+    topic from its start until the new topic's syncs say where its next record is, and a checkpoint or a target
+    group offset past the end is replaced by a lower one."""
     syncs = OffsetSyncStore()
     syncs.add(OffsetSync("t", 0, 500, 900, 0, target_id="old"))
     syncs.add(OffsetSync("t", 0, 600, 1000, 600))
     now = TargetNow({"t": "new"}, {("t", 0): 10})
-    assert group_checkpoints("g", {("t", 0): 550}, syncs, IdentityPolicy(), now=now) == {}
+    assert group_checkpoints("g", {("t", 0): 550}, syncs, IdentityPolicy(), now=now)[("t", 0)].downstream == 0
     assert group_checkpoints("g", {("t", 0): 550}, syncs, IdentityPolicy())[("t", 0)].downstream == 901  # blind
     syncs.add(OffsetSync("t", 0, 509, 9, 500, target_id="new"))  # copied again into the new topic
     assert translated_offsets({("t", 0): 505}, syncs, IdentityPolicy(), {("t", 0): 950}, now) == {("t", 0): 5}

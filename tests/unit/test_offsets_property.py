@@ -44,7 +44,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mirrord.jars import connector_jars
-from mirrord.mm2.offsets import MAX_SYNCS_PER_PARTITION, OffsetSync, OffsetSyncStore, decode, writer_of
+from mirrord.mm2.offsets import MAX_SYNCS_PER_PARTITION, UNSURE, OffsetSync, OffsetSyncStore, decode, writer_of
 from mirrord.mm2.retirement import summary
 
 HISTORIES = int(os.environ.get("MIRRORD_OFFSETS_HISTORIES", "10000"))
@@ -78,7 +78,8 @@ class Replay:
         out = []
         for token in line.split():
             writer, up, down, run, earlier, target_id, before = token.split(":")
-            out.append((writer, OffsetSync("t", 0, int(up), int(down), int(run), self._runs(earlier), target_id or None,
+            target_id = UNSURE if target_id == "?" else target_id or None  # ?: not known to the writer
+            out.append((writer, OffsetSync("t", 0, int(up), int(down), int(run), self._runs(earlier), target_id,
                                            self._runs(before))))
         return out
 
@@ -103,7 +104,8 @@ def replay():
     if STATS["histories"] >= 1000:  # the histories are what this module says they are
         for kind in ("compacted", "compacted to each writer's newest", "carried earlier runs",
                      "carried earlier runs merged", "taken over behind a copy", "recreated",
-                     "copied before a writer heard of the recreation", "thinned to 4", "retired",
+                     "copied before a writer heard of the recreation", "copied before a writer knew the topic's id",
+                     "thinned to 4", "retired",
                      "retired a key that wrote meanwhile",
                      f"thinned to {MAX_SYNCS_PER_PARTITION}"):
             assert STATS[kind] > 0, f"no history {kind}: {dict(STATS)}"
@@ -136,10 +138,13 @@ def history(c: Choices) -> tuple[list[str], list[int | None], int, str]:
         end = start + c.below(len(offsets) - start) if c.below(2) else len(offsets) - 1
         drop = c.below(4) == 3  # a transform drops some records
         queues.append([o for o in offsets[start:end + 1] if not (drop and c.below(3) == 2)])
-    events: list[str] = [f"x w{v} 0" for v in range(len(queues))]  # each writer asks the topic's id at its start
+    # each writer asks the topic's id at its start; now and then the answer comes after its first copies
+    late = {v for v in range(len(queues)) if c.below(4) == 3}
+    events: list[str] = [f"n w{v}" if v in late else f"x w{v} 0" for v in range(len(queues))]
     target: list[int | None] = [None] * c.below(4)  # the target topic held records before
     w, recreated, incarnation = 0, False, 0
-    unaware: set[int] = set()  # writers that have not heard of the recreation yet
+    unaware: set[int] = set(late)  # writers that have not heard of the topic's id or its recreation yet
+    copied_unknown = False
     while any(queues):
         action = c.below(100)
         active = [v for v, q in enumerate(queues) if q]
@@ -150,6 +155,8 @@ def history(c: Choices) -> tuple[list[str], list[int | None], int, str]:
                 events.append(f"x w{v} {incarnation}")
                 unaware.discard(v)
         if action < 70:  # the target acknowledges the writer's next record
+            copied_unknown = copied_unknown or f"n w{w}" in events and not any(
+                e.startswith(f"x w{w} ") for e in events)
             offset = queues[w].pop(0)
             events.append(f"a w{w} {offset} {len(target)}")
             target.append(offset)
@@ -167,6 +174,7 @@ def history(c: Choices) -> tuple[list[str], list[int | None], int, str]:
             unaware = set(range(len(queues)))
     STATS["recreated"] += recreated
     STATS["copied before a writer heard of the recreation"] += recreated and bool(unaware)
+    STATS["copied before a writer knew the topic's id"] += copied_unknown
     return events, target, n, str(incarnation)
 
 
@@ -275,7 +283,7 @@ def test_translation_is_never_ahead_of_the_groups_true_position(replay, raw):
     events, target, n, target_id = history(c)
     emitted = replay.syncs((1, 2, 3, 5, 100)[c.below(5)], events)  # offset.lag.max
     for writer in {e.split()[1] for e in events}:
-        heard = max(i for i, e in enumerate(events) if e.startswith(f"x {writer} "))
+        heard = max(i for i, e in enumerate(events) if e.split()[:2] in (["x", writer], ["n", writer]))
         acked = {(int(e.split()[2]), int(e.split()[3])) for e in events[heard:] if e.startswith(f"a {writer} ")}
         unshown = acked - shown([s for w, s in emitted if w == writer])
         assert not unshown, f"copies of {writer} no sync of its shows: {sorted(unshown)}; {events}; {emitted}"

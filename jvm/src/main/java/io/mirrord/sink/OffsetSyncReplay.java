@@ -27,11 +27,13 @@ import org.apache.kafka.common.TopicPartition;
  * a W UP DOWN    writer W (any token) acknowledged: source offset UP is at target offset DOWN
  * f W            writer W's thread emits its delayed sync (every mirrord.offset.syncs.flush.ms)
  * r W            writer W's run is reset (a failed send, an offset unknown)
- * x W ID         writer W sees the target topic's id ID (a new one: the topic was recreated)
+ * n W            writer W names target topics from now on, their ids not known yet
+ * x W ID         writer W sees the target topic's id ID (its first, or a new one: the topic was recreated)
  * e              the end: every writer emits its delayed sync; prints the history's syncs in the order
  *                they were emitted, "W:UP:DOWN:RUNSTART:EARLIER:ID:BEFORE" separated by spaces, on one line,
  *                EARLIER being the writer's earlier runs the sync carries, UP,DOWN,RUNSTART triples joined by
- *                commas (empty if none), ID the target topic's id the sync names (empty if none), BEFORE its
+ *                commas (empty if none), ID the target topic's id the sync names (empty if none, ? if not
+ *                known to the writer), BEFORE its
  *                runs from before it heard of the target topic's recreation, as EARLIER
  * </pre>
  *
@@ -88,9 +90,12 @@ public final class OffsetSyncReplay {
                         writer.reset(writer.state(SOURCE));
                         take(f[1], writer, emitted);
                     }
-                    case "x" -> {
+                    case "n", "x" -> {
                         OffsetSyncWriter writer = writer(writers, f[1], lagMax, stats);
-                        ids.computeIfAbsent(f[1], n -> writer.nameTargetTopics(null, "")).seen(SOURCE.topic(), f[2]);
+                        TargetTopicIds named = ids.computeIfAbsent(f[1], n -> writer.nameTargetTopics(null, ""));
+                        if (f[0].equals("x")) {
+                            named.seen(SOURCE.topic(), f[2]);
+                        }
                         take(f[1], writer, emitted);
                     }
                     case "e" -> {
@@ -134,7 +139,8 @@ public final class OffsetSyncReplay {
         for (OffsetSync sync : writer.takeQueued()) {
             String earlier = joined(sync.earlier());
             emitted.add(name + ":" + sync.upstream() + ":" + sync.downstream() + ":" + sync.runStart() + ":" + earlier
-                    + ":" + (sync.targetTopicId() == null ? "" : sync.targetTopicId()) + ":" + joined(sync.before()));
+                    + ":" + (sync.targetTopicId() == null ? "" : sync.targetTopicId().isEmpty() ? "?" : sync.targetTopicId())
+                    + ":" + joined(sync.before()));
         }
     }
 }

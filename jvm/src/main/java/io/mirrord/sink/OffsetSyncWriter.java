@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -32,17 +33,17 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The rules ({@link SyncRuns}) decide on the caller's thread, the producer's I/O thread; the writing is done
  * by the writer's own thread (which also emits the delayed syncs every {@code flushMs}), so that a slow or
- * missing syncs topic never holds up the records being mirrored.
+ * missing syncs topic never holds up the records being mirrored; it writes {@value #BATCH_MS} ms of syncs at
+ * once, without those a later one shows ({@link SyncBatch}).
  */
 final class OffsetSyncWriter implements AutoCloseable {
     static final String RUN_START_HEADER = "mirrord.run.start";
     static final String EARLIER_RUNS_HEADER = "mirrord.writer.runs";
     /** The writer's runs from before it heard that the target topic was recreated: a reader may only lower with them. */
     static final String RUNS_BEFORE_HEADER = "mirrord.writer.runs.before";
-    /** Syncs waiting for the writer's thread beyond this many are dropped (and counted as errors). */
-    static final int OUTBOX_CAPACITY = 100_000;
-    /** How long the writer's thread gathers syncs after the first one before writing them. */
-    static final long BATCH_MS = 50;
+    static final String UNSURE = "";  // the target topic id a sync names while its writer does not know it
+    static final int OUTBOX_CAPACITY = 100_000;  // syncs waiting beyond it are dropped (and counted as errors)
+    static final long BATCH_MS = 50;  // how long the writer's thread gathers syncs after the first before writing
     private static final Logger log = LoggerFactory.getLogger(OffsetSyncWriter.class);
 
     private final Producer<byte[], byte[]> producer;
@@ -57,8 +58,7 @@ final class OffsetSyncWriter implements AutoCloseable {
     private final Thread thread;
     private volatile TargetTopicIds targetIds;  // null: the syncs name no target topic incarnation
     private long emitted;  // syncs put in the outbox; guarded by this
-    private final Object progress = new Object();
-    private long finished;  // syncs acknowledged or failed; guarded by progress
+    private final SyncProgress progress = new SyncProgress();  // of the syncs emitted, those done
 
     /**
      * With {@code background} false no thread is started: the caller emits delayed syncs with
@@ -82,10 +82,12 @@ final class OffsetSyncWriter implements AutoCloseable {
 
     /**
      * From now on each sync names the id of its target topic ({@code targetPrefix} + the source topic), asked of
-     * the target with {@code clientConfig}; a target topic recreated makes the writer forget its runs of it.
+     * the target with {@code clientConfig}; a target topic recreated makes the writer forget its runs of it. A sync
+     * emitted before its topic's id is known names it as unknown ({@value #UNSURE}): a reader may only lower a
+     * translation with it, since the topic may have been recreated before the id came (docs/decisions.md §7).
      */
     TargetTopicIds nameTargetTopics(Map<String, ?> clientConfig, String targetPrefix) {
-        TargetTopicIds ids = new TargetTopicIds(clientConfig, targetPrefix, this::recreated);
+        TargetTopicIds ids = new TargetTopicIds(clientConfig, targetPrefix, this::recreated, this::learned);
         targetIds = ids;
         return ids;
     }
@@ -104,6 +106,12 @@ final class OffsetSyncWriter implements AutoCloseable {
         }
     }
 
+    /** The first id of {@code sourceTopic}'s target topic came: each run's furthest sync again, naming it (§7). */
+    synchronized void learned(String sourceTopic) {
+        states.values().stream().filter(state -> state.source.topic().equals(sourceTopic))
+                .map(SyncRuns::takeFurthest).filter(Objects::nonNull).forEach(this::enqueue);
+    }
+
     /** The rules' state of {@code source}, made on first use; callers keep it to skip the lookup per record. */
     synchronized SyncRuns state(TopicPartition source) {
         return states.computeIfAbsent(source, s -> new SyncRuns(s, offsetLagMax));
@@ -116,6 +124,10 @@ final class OffsetSyncWriter implements AutoCloseable {
 
     synchronized void acked(SyncRuns state, long upstream, long downstream) {
         OffsetSync first = state.update(upstream, downstream);
+        TargetTopicIds ids = targetIds;
+        if (ids != null && state.wentBack()) {
+            ids.askSoon();  // a recreated target topic: its new id, before more records are copied into it
+        }
         if (first != null) {
             enqueue(first);
             OffsetSync second = state.takeEmitted();
@@ -126,9 +138,8 @@ final class OffsetSyncWriter implements AutoCloseable {
     }
 
     /**
-     * Ends a partition's run: its delayed sync is emitted (the records it shows were acknowledged: without
-     * it no sync would show them, and translation could pass them; docs/decisions.md §7), and its next
-     * record starts afresh.
+     * Ends a partition's run: its delayed sync is emitted (the records it shows were acknowledged: without it no
+     * sync would show them, and translation could pass them; docs/decisions.md §7); its next record starts afresh.
      */
     synchronized void reset(SyncRuns state) {
         emitPending(state);
@@ -149,11 +160,9 @@ final class OffsetSyncWriter implements AutoCloseable {
 
     /** Writes the emitted syncs, oldest first, without waiting for their acknowledgement; returns how many. */
     int sendQueued() {
-        int sent = 0;
-        for (OffsetSync sync = outbox.poll(); sync != null; sync = outbox.poll(), sent++) {
-            send(sync);
-        }
-        return sent;
+        List<OffsetSync> all = takeQueued();
+        all.forEach(this::send);
+        return all.size();
     }
 
     /** Takes the emitted syncs, oldest first, instead of writing them ({@link OffsetSyncReplay}). */
@@ -161,6 +170,16 @@ final class OffsetSyncWriter implements AutoCloseable {
         List<OffsetSync> taken = new ArrayList<>();
         outbox.drainTo(taken);
         return taken;
+    }
+
+    /** Writes {@code first} (if any) and the emitted syncs, but those a later one shows ({@link SyncBatch}). */
+    int sendCoalesced(OffsetSync first) {
+        List<OffsetSync> batch = first == null ? new ArrayList<>() : new ArrayList<>(List.of(first));
+        outbox.drainTo(batch);
+        List<OffsetSync> kept = SyncBatch.coalesced(batch);
+        kept.forEach(this::send);
+        progress.finished(batch.size() - kept.size());
+        return kept.size();
     }
 
     /**
@@ -178,21 +197,7 @@ final class OffsetSyncWriter implements AutoCloseable {
         if (thread == null) {
             sendQueued();
         }
-        synchronized (progress) {
-            try {
-                while (finished < target) {
-                    long left = deadline - System.nanoTime();
-                    if (left <= 0) {
-                        return false;
-                    }
-                    TimeUnit.NANOSECONDS.timedWait(progress, left);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        }
-        return true;
+        return progress.await(target, deadline);
     }
 
     @Override
@@ -212,7 +217,7 @@ final class OffsetSyncWriter implements AutoCloseable {
         }
         if (thread == null || !thread.isAlive()) {
             flushPending();
-            sendQueued();
+            sendCoalesced(null);
         } else {
             log.warn("offset-sync writer for {} still busy after {} ms; {} offset syncs not written",
                     topic, timeout.toMillis(), outbox.size());
@@ -237,15 +242,15 @@ final class OffsetSyncWriter implements AutoCloseable {
             while (!Thread.currentThread().isInterrupted()) {
                 OffsetSync sync = outbox.poll(Math.max(0, nextFlush - System.nanoTime()), TimeUnit.NANOSECONDS);
                 if (sync != null) {
-                    send(sync);
-                    // the syncs emitted meanwhile, as one batch: a wake-up per sync (thousands a second in a
-                    // backfill) took the cores from the records' threads
-                    TimeUnit.MILLISECONDS.sleep(BATCH_MS);
-                    sendQueued();
+                    try {  // one batch: a wake-up per sync (thousands a second in a backfill) took the records' cores
+                        TimeUnit.MILLISECONDS.sleep(BATCH_MS);
+                    } finally {
+                        sendCoalesced(sync);  // also when close() interrupts: it writes what is left after this
+                    }
                 }
                 if (System.nanoTime() - nextFlush >= 0) {
                     flushPending();
-                    sendQueued();
+                    sendCoalesced(null);
                     nextFlush = System.nanoTime() + flushNanos;
                 }
             }
@@ -257,7 +262,8 @@ final class OffsetSyncWriter implements AutoCloseable {
     private void enqueue(OffsetSync sync) {
         TargetTopicIds ids = targetIds;
         if (ids != null) {
-            sync = sync.in(ids.of(sync.source().topic()));
+            String id = ids.of(sync.source().topic());
+            sync = sync.in(id == null ? UNSURE : id);
         }
         if (outbox.offer(sync)) {
             emitted++;
@@ -274,18 +280,11 @@ final class OffsetSyncWriter implements AutoCloseable {
                 } else {
                     failed(e);
                 }
-                finished();
+                progress.finished(1);
             });
         } catch (RuntimeException e) {
             failed(e);
-            finished();
-        }
-    }
-
-    private void finished() {
-        synchronized (progress) {
-            finished++;
-            progress.notifyAll();
+            progress.finished(1);
         }
     }
 

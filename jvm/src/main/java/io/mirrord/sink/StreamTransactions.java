@@ -202,7 +202,7 @@ final class StreamTransactions implements StreamSender {
                 // partition's next record starts a new run and would emit it anyway, but only if it comes, and
                 // in a transaction that may abort (docs/decisions.md §12)
                 syncs.flushPending();
-                syncs.sendQueued();
+                syncs.sendCoalesced(null);
             }
             for (PendingPosition p : pending.values()) {
                 producer.send(new ProducerRecord<>(positionsTopic, null, CommittedPositions.key(p.source.tp),

@@ -15,6 +15,7 @@ final class SyncRuns {
     private long runStart;
     private long lastSyncedDownstream;
     private boolean pending;  // the previous record is a delayed sync
+    private boolean wentBack;  // the last record's target offset was not above the previous one's: a new target topic
     private OffsetSync second;  // a second sync emitted by the last update, for takeEmitted()
     private OffsetSync furthest;  // the current run's sync furthest along, once one was emitted
     private long[] earlier = OffsetSync.NONE;  // the writer's earlier runs, as their furthest syncs (triples)
@@ -29,6 +30,7 @@ final class SyncRuns {
     OffsetSync update(long upstream, long downstream) {
         OffsetSync first = null;
         second = null;
+        wentBack = started && downstream <= previousDownstream;
         if (!started || upstream != previousUpstream + 1 || downstream != previousDownstream + 1) {
             if (pending) {
                 first = emit(previousUpstream, previousDownstream);  // the previous run's end
@@ -57,6 +59,11 @@ final class SyncRuns {
         return first;
     }
 
+    /** Whether the last record went into the target below the one before: the target topic was recreated. */
+    boolean wentBack() {
+        return wentBack;
+    }
+
     OffsetSync takeEmitted() {
         OffsetSync sync = second;
         second = null;
@@ -71,6 +78,12 @@ final class SyncRuns {
         pending = false;
         lastSyncedDownstream = previousDownstream;
         return emit(previousUpstream, previousDownstream);
+    }
+
+    /** The current run's sync furthest along (its delayed one, now emitted, if any), or null: the whole run. */
+    OffsetSync takeFurthest() {
+        OffsetSync pending = takePending();
+        return pending != null ? pending : furthest;
     }
 
     void reset() {

@@ -27,8 +27,9 @@ import org.slf4j.LoggerFactory;
  * the syncs of a target topic deleted and recreated since. Asked of the target by a thread of its own, every
  * {@value #REFRESH_MS} ms and at once for a topic not seen before, never on a record's path. While a topic is
  * gone its last id stays (its syncs are stale either way); when a topic shows a new id, {@code onRecreated}
- * is told its source topic, so that the writer forgets the runs it holds of the old one. The thread and the
- * Admin are this object's, released by {@link #close()}.
+ * is told its source topic, so that the writer forgets the runs it holds of the old one; when a topic's first id
+ * comes, {@code onLearned} is, so that the writer shows its runs again naming it (the syncs it wrote before named
+ * the incarnation as unknown). The thread and the Admin are this object's, released by {@link #close()}.
  */
 final class TargetTopicIds implements AutoCloseable {
     static final String HEADER = "mirrord.target.topic.id";
@@ -40,6 +41,7 @@ final class TargetTopicIds implements AutoCloseable {
     private final Map<String, Object> adminConfig = new HashMap<>();
     private final String prefix;
     private final Consumer<String> onRecreated;
+    private final Consumer<String> onLearned;
     private final Map<String, String> ids = new ConcurrentHashMap<>();  // by source topic; UNKNOWN until seen
     private final ScheduledExecutorService refresher;  // null: fed by seen() alone (OffsetSyncReplay, tests)
     private Admin admin;  // the refresher's
@@ -48,9 +50,11 @@ final class TargetTopicIds implements AutoCloseable {
      * {@code clientConfig}: the target's client properties (those an Admin does not take are left out); null:
      * no thread and no Admin, the ids told by {@link #seen} alone.
      */
-    TargetTopicIds(Map<String, ?> clientConfig, String prefix, Consumer<String> onRecreated) {
+    TargetTopicIds(Map<String, ?> clientConfig, String prefix, Consumer<String> onRecreated,
+                   Consumer<String> onLearned) {
         this.prefix = prefix == null ? "" : prefix;
         this.onRecreated = onRecreated;
+        this.onLearned = onLearned;
         if (clientConfig == null) {
             refresher = null;
             return;
@@ -72,14 +76,21 @@ final class TargetTopicIds implements AutoCloseable {
     /** The id of the target topic of {@code sourceTopic} as last seen, or null (asked for at once). */
     String of(String sourceTopic) {
         String id = ids.putIfAbsent(sourceTopic, UNKNOWN);
-        if (id == null && refresher != null) {
+        if (id == null) {
+            askSoon();
+        }
+        return id == null || id.isEmpty() ? null : id;
+    }
+
+    /** Asks the target for every topic's id now, on the refresher's thread (a topic may have been recreated). */
+    void askSoon() {
+        if (refresher != null) {
             try {
                 refresher.execute(this::refresh);
             } catch (RejectedExecutionException closed) {
-                return null;
+                // closed: nothing more to ask
             }
         }
-        return id == null || id.isEmpty() ? null : id;
     }
 
     /** Asks the target for every topic's id (the refresher's thread; tests call it directly). */
@@ -109,15 +120,22 @@ final class TargetTopicIds implements AutoCloseable {
         }
     }
 
-    /** The target topic of {@code source} has the id {@code id} now; the writer hears of a change first. */
+    /**
+     * The target topic of {@code source} has the id {@code id} now; the writer hears of a new one before it is in
+     * place, and of the first one after.
+     */
     void seen(String source, String id) {
         String before = ids.get(source);
-        if (before != null && !before.isEmpty() && !before.equals(id)) {
-            log.info("target topic {}{} was recreated (topic id {} -> {}): its earlier offset syncs no longer count",
+        boolean known = before != null && !before.isEmpty();
+        if (known && !before.equals(id)) {
+            log.warn("target topic {}{} was recreated (topic id {} -> {}): its earlier offset syncs no longer count",
                     prefix, source, before, id);
             onRecreated.accept(source);  // still under the old id: what it emits now is of the old topic
         }
         ids.put(source, id);
+        if (!known) {
+            onLearned.accept(source);
+        }
     }
 
     @Override
