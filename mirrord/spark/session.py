@@ -149,8 +149,9 @@ def jvm_totals(spark) -> dict:
 
 def jvm_positions(spark) -> dict[tuple[str, int], int]:
     """The acknowledged position of every source partition, as their owner in the JVM holds them
-    (io.mirrord.positions.Positions, docs/decisions.md §10); the JVM's own executor drained first."""
-    jvm_class(spark, PLUGIN).totalsJson()  # local mode: this JVM's acknowledgements, now
+    (io.mirrord.positions.Positions, docs/decisions.md §10), as of the caller's `jvm_totals` just before: that call
+    drains this JVM's own executor (local mode) into it; draining again here built every partition's counts twice
+    per read."""
     raw = json.loads(jvm_class(spark, "io.mirrord.positions.Positions").DRIVER.json())
     return {(topic, int(p)): int(o) for topic, parts in raw.items() for p, o in parts.items()}
 
