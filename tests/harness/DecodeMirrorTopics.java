@@ -35,7 +35,10 @@ public class DecodeMirrorTopics {
                     throw new IllegalStateException("could not read " + args[2] + " to its end offsets " + ends);
                 }
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(500))) {
-                    if (record.offset() < ends.get(new TopicPartition(record.topic(), record.partition()))) {
+                    // a tombstone (a retired writer's key, docs/decisions.md §7) is no record of MirrorMaker 2's:
+                    // its readers skip it, as mirrord's do
+                    if (record.value() != null
+                            && record.offset() < ends.get(new TopicPartition(record.topic(), record.partition()))) {
                         System.out.println(record.partition() + "\t" + record.offset() + "\t" + decode(args[1], record));
                     }
                 }

@@ -8,6 +8,7 @@ mirrord processes for the module: L→R and R→L (prefix policy, distinct alias
 from __future__ import annotations
 
 import re
+import struct
 import subprocess
 import sys
 import time
@@ -281,8 +282,11 @@ def test_heartbeats_checkpoints_and_offset_syncs_decode_with_mirrormaker_2s_own_
                "the group's checkpoints, decoded by Kafka's Checkpoint", interval=2)
 
     syncs_topic = offset_syncs_topic(t.L)
-    mine = {(r.partition, r.offset): offsets.decode(r.key, r.value, r.headers)
-            for records in read_all(t.right.bootstrap, syncs_topic).values() for r in records}
+    # a retired writer's key, as the active host leaves it (docs/decisions.md §7): a tombstone, no sync to decode
+    gone = struct.pack(">h", len(topic)) + topic.encode() + struct.pack(">i", 0) + bytes(8)
+    produce(t.right.bootstrap, syncs_topic, [{"partition": 0, "key": gone, "value": None}])
+    mine = {(r.partition, r.offset): offsets.decode(r.key, r.value, r.headers)  # tombstones are not syncs
+            for records in read_all(t.right.bootstrap, syncs_topic).values() for r in records if r.value is not None}
     theirs = decoded(t.right.bootstrap, "offset-sync", syncs_topic)
     assert mine and set(mine) <= set(theirs)
     for at, sync in mine.items():
