@@ -124,8 +124,8 @@ final class OffsetSyncWriter implements AutoCloseable {
 
     synchronized void acked(SyncRuns state, long upstream, long downstream) {
         OffsetSync first = state.update(upstream, downstream);
-        TargetTopicIds ids = targetIds;
-        if (ids != null && state.wentBack()) {
+        TargetTopicIds ids = state.wentBack() ? targetIds : null;  // the volatile read only when it matters
+        if (ids != null) {
             ids.askSoon();  // a recreated target topic: its new id, before more records are copied into it
         }
         if (first != null) {

@@ -18,16 +18,17 @@ final class SyncBatch {
      * compaction may remove anyway, since a later sync of their writer follows (docs/decisions.md §7).
      */
     static List<OffsetSync> coalesced(List<OffsetSync> syncs) {
+        List<Run> runs = syncs.stream().map(Run::of).toList();
         Map<Run, Integer> last = new HashMap<>();
-        for (int i = 0; i < syncs.size(); i++) {
-            last.put(Run.of(syncs.get(i)), i);
+        for (int i = 0; i < runs.size(); i++) {
+            last.put(runs.get(i), i);
         }
         if (last.size() == syncs.size()) {
             return syncs;
         }
         List<OffsetSync> kept = new ArrayList<>(last.size());
         for (int i = 0; i < syncs.size(); i++) {
-            if (last.get(Run.of(syncs.get(i))) == i) {
+            if (last.get(runs.get(i)) == i) {
                 kept.add(syncs.get(i));
             }
         }
