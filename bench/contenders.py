@@ -31,6 +31,9 @@ PRODUCER = {
 }
 
 
+STAGES = "stages.json"  # a stream's stage clock (jvm/.../metrics/StageClock.java), in the run's directory
+
+
 @dataclass
 class Ctx:
     source: str
@@ -260,12 +263,16 @@ class Mirrord(Contender):
             "metrics.listen": f"127.0.0.1:{free_port()}", "flow": f"bench{run.id}",
         }
         mirrord = str(VENV / "bin" / "mirrord")
+        env = _spark_env()
+        if run.follow:  # a stream: where its records' milliseconds go (bench.stages)
+            stages = f"-Dmirrord.stages={(run.workdir / STAGES).resolve()}"
+            env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {stages}".strip()
         if not self.conf and not self.sections:
-            return [mirrord, *[a for k, v in settings.items() for a in (f"--{k}", v)]], _spark_env()
+            return [mirrord, *[a for k, v in settings.items() for a in (f"--{k}", v)]], env
         conf = run.workdir / "mirrord.conf"
         conf.write_text("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in {**settings, **self.conf}.items())
                         + self.sections)
-        return [mirrord, "--config", str(conf)], _spark_env()
+        return [mirrord, "--config", str(conf)], env
 
 
 def all_contenders() -> list[Contender]:

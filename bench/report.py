@@ -54,10 +54,19 @@ def brief(workload: str, res: dict) -> str:
                 f"{late['first_record_max_s'] if late['first_record_max_s'] is not None else math.nan:.1f} s "
                 "after creation") if late else ""
         return (f"{res['status']}: p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms, max {res['max_ms']:.1f} ms, "
-                f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s{late}")
+                f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s{late}"
+                f"{stage_line(res.get('stages'))}")
     return (f"{res['status']}: {res['records_per_s']:,.0f} records/s ({res['mb_per_s']:.1f} MB/s) over "
             f"{res['seconds']:.1f} s, startup {res['startup_seconds'] or 0:.1f} s, cpu {res['cpu_seconds']:.0f} s, "
             f"rss {res['peak_rss_bytes'] / 2**20:.0f} MiB")
+
+
+def stage_line(split: dict | None) -> str:
+    """mirrord's stages of a stream (bench/stages.py): each stage's p50/p99 in ms after the source timestamp."""
+    if not split:
+        return ""
+    parts = [f"{k} {v['p50_ms']}/{v['p99_ms']}" for k, v in split.items() if isinstance(v, dict)]
+    return f"; stages p50/p99 ms: {', '.join(parts)}, {split.get('records_per_poll')} records a poll"
 
 
 def spread(values: list[float], fmt: str = "{:,.0f}") -> str:

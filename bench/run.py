@@ -33,9 +33,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 
-from bench import report
+from bench import report, stages
 from bench.cluster import Cluster
-from bench.contenders import JARS, PRODUCER, ROOT, Contender, Ctx, Run, all_contenders
+from bench.contenders import JARS, PRODUCER, ROOT, STAGES, Contender, Ctx, Run, all_contenders
 from bench.latency import PROBE, encode
 from bench.procs import TICK, TreeSampler, dump_flight_recordings, terminate, thread_cpu
 from bench.shape import Shape, slots
@@ -462,6 +462,7 @@ class Bench:
                                         cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             consumer.stdout.readline()
             create_on = [] if c.creates_topics else [self.target.bootstrap]
+            clock = stages.Window(run.workdir / STAGES, self.cfg.warmup_seconds)
             producer = subprocess.Popen(
                 [*py, "produce", *common, "--bootstrap", self.source.bootstrap, "--rate", str(self.cfg.rate),
                  "--seconds", str(self.cfg.steady_seconds), "--warmup", str(self.cfg.warmup_seconds),
@@ -471,6 +472,7 @@ class Bench:
             if producer.returncode:
                 raise RuntimeError(f"the stream's producer exited {producer.returncode}: {err[-1500:]}")
             sent = json.loads(out.strip().splitlines()[-1])
+            split = clock.close()
             out, _ = consumer.communicate(json.dumps(sent) + "\n", timeout=120)
             lat = json.loads(out.strip().splitlines()[-1])
         finally:
@@ -483,7 +485,7 @@ class Bench:
         achieved = sent["sent"] / sent["seconds"]
         res.update(status="ok" if not lat["missing"] else "missing", startup_seconds=startup,
                    rate=self.cfg.rate, achieved_rate=achieved, topics=len(early) + len(late),
-                   partitions=per_topic * (len(early) + len(late)), late_topics=len(late), **lat)
+                   partitions=per_topic * (len(early) + len(late)), late_topics=len(late), stages=split, **lat)
         return res
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from bench import report, run
+from bench import report, run, stages
 from tests.harness.jvm import spark_driver_options
 
 PLAN = ("kcat,mm1:backfill-100,mm2:backfill-100,mm2-streams:steady,mirrord:steady,spark-builtin:backfill-100,"
@@ -52,6 +52,11 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
             assert res["status"] == "ok" and res["copied"] >= res["records"]
     assert set(results["reps"][0]["limit"]) == {"backfill-100"}
     assert runs["mirrord"]["steady"]["ready_seconds"] > 0  # its READY=1 came through the bench's NOTIFY_SOCKET
+    # mirrord's JVM timed one record in 16 at each stage (bench/stages.py), the target's acknowledgement last
+    split = runs["mirrord"]["steady"]["stages"]
+    assert all(split[s]["timed"] > 0 for s in stages.STAGES), split
+    assert split["fetched"]["p50_ms"] <= split["acked"]["p50_ms"] and split["records_per_poll"] > 0, split
+    assert runs["spark-realtime"]["steady"]["stages"] is None  # no clock in Spark's own source
     assert runs["mm2"]["backfill-100"]["ready_seconds"] is None
 
     text = doc.read_text()

@@ -20,7 +20,7 @@ from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirr
 # 120 s mirrord's admin clients keep asking an unreachable cluster (kafka/admin.py OUTAGE_TIMEOUT), after
 # which the topics job fails, to be tried again.
 OUTAGE = {"target": 75, "source": 150}
-AFTER = 30  # seconds the stream goes on after the source's return
+AFTER = 10  # seconds the stream goes on after the source's return (past its next 5 s topic look)
 RESUME_WITHIN = {"target": 30, "source": 5}  # the source's return: its streams ask every second
 COPYING_AGAIN = 2.0  # seconds from a cluster's return to the target's next record (issue 31: 12 s seen, 1 s before)
 

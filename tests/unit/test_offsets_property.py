@@ -47,7 +47,7 @@ from mirrord.jars import connector_jars
 from mirrord.mm2.offsets import MAX_SYNCS_PER_PARTITION, UNSURE, OffsetSync, OffsetSyncStore, decode, writer_of
 from mirrord.mm2.retirement import summary
 
-HISTORIES = int(os.environ.get("MIRRORD_OFFSETS_HISTORIES", "10000"))
+HISTORIES = int(os.environ.get("MIRRORD_OFFSETS_HISTORIES", "5000"))
 STATS: Counter[str] = Counter()
 
 

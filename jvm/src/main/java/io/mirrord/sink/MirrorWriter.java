@@ -2,6 +2,7 @@ package io.mirrord.sink;
 
 import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
+import io.mirrord.metrics.StageClock;
 import io.mirrord.metrics.Stats;
 import io.mirrord.source.Assignment;
 import java.time.Duration;
@@ -132,9 +133,13 @@ public final class MirrorWriter extends ForeachWriter<Row> {
             sender = s;
         }
         Long timestamp = (Long) row.get(TIMESTAMP);  // the row's own box
-        s.send(s.partitions().of(topic, partition), row.getLong(OFFSET),
+        long offset = row.getLong(OFFSET);
+        s.send(s.partitions().of(topic, partition), offset,
                 timestamp != null && timestamp >= 0 ? timestamp : null,  // unknown: the producer's clock
                 (byte[]) row.get(KEY), (byte[]) row.get(VALUE), headers(row));
+        if (timestamp != null) {
+            StageClock.reached(StageClock.SENT, offset, timestamp);
+        }
     }
 
     private static Headers headers(Row row) {

@@ -2,6 +2,7 @@ package io.mirrord.sink;
 
 import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
+import io.mirrord.metrics.StageClock;
 import io.mirrord.metrics.Stats;
 import java.time.Duration;
 import java.util.Map;
@@ -147,6 +148,7 @@ final class StreamSends implements StreamSender {
                 }
             } else if (metadata != null && metadata.hasTimestamp()) {
                 latencyMs = System.currentTimeMillis() - metadata.timestamp();
+                StageClock.reached(StageClock.ACKED, offset, metadata.timestamp());
             }
             source.acknowledged(offset, readIn, metadata, exception, latencyMs, syncs);
         }

@@ -1,5 +1,6 @@
 package io.mirrord.source;
 
+import io.mirrord.metrics.StageClock;
 import java.util.ArrayDeque;
 import java.util.Collection;
 import java.util.HashMap;
@@ -20,7 +21,11 @@ final class Fetched {
     private final Map<TopicPartition, ArrayDeque<ConsumerRecord<byte[], byte[]>>> held = new HashMap<>();
 
     void add(ConsumerRecords<byte[], byte[]> records) {
+        if (StageClock.ON && !records.isEmpty()) {
+            StageClock.polled(records.count());
+        }
         for (ConsumerRecord<byte[], byte[]> record : records) {
+            StageClock.reached(StageClock.FETCHED, record.offset(), record.timestamp());
             queue.add(record);
         }
     }

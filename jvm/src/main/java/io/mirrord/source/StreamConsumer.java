@@ -1,5 +1,6 @@
 package io.mirrord.source;
 
+import io.mirrord.metrics.StageClock;
 import io.mirrord.positions.Incarnations;
 import java.time.Duration;
 import java.util.HashMap;
@@ -106,6 +107,7 @@ final class StreamConsumer {
                     continue;
                 }
                 currentNext = record.offset() + 1;
+                StageClock.reached(StageClock.HANDED, record.offset(), record.timestamp());
                 return record;
             }
             if (until != null && finished()) {
