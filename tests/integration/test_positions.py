@@ -73,7 +73,9 @@ def _copy_across_a_recreation(host: Mirrord, config, source, target, topic: str,
     wait_until(lambda: count(target.bootstrap, topic) >= 200 * PARTITIONS, 120, "the old topic copied")
     wait_until(lambda: sum(committed_offsets(source.bootstrap, group, topic).values()) >= 200 * PARTITIONS,
                30, "the group committed by the JVM")
-    assert all(m.startswith("mirrord topic-id=") for m in commit_metadata(source.bootstrap, group, topic))
+    # each commit names the topic's id, also one made before the owner's first look for it had answered
+    wait_until(lambda: all(m.startswith("mirrord topic-id=") for m in commit_metadata(source.bootstrap, group, topic)),
+               10, "the group's commits naming the topic's id")
 
     admin = AdminClient({"bootstrap.servers": source.bootstrap})
     admin.delete_topics([topic])[topic].result()

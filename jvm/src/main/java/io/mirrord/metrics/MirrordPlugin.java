@@ -1,5 +1,6 @@
 package io.mirrord.metrics;
 
+import io.mirrord.log.WarnLimiter;
 import io.mirrord.positions.Positions;
 import java.util.Map;
 import java.util.concurrent.Executors;

@@ -1,7 +1,7 @@
 package io.mirrord.positions;
 
 import io.mirrord.fencing.Fence;
-import io.mirrord.metrics.WarnLimiter;
+import io.mirrord.log.WarnLimiter;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;

@@ -94,7 +94,8 @@ public final class Positions {
 
     /**
      * The source's topic ids now: a topic whose id changed was recreated, and each of its partitions begins a
-     * new incarnation with its position unknown.
+     * new incarnation with its position unknown. A position committed before its topic's first id was known
+     * (the look runs on a thread of its own) is committed again, naming it.
      */
     public synchronized void topicIds(Map<String, String> ids) {
         this.ids.putAll(ids);
@@ -110,6 +111,9 @@ public final class Positions {
                 e.rewound = true;
                 log.warn("{}: the topic was recreated on the source (id {} is now {}): read again from its start",
                         tp, e.topicId, id);
+            }
+            if (e.topicId == null && e.committed >= 0) {  // committed before the id was known: again, naming it
+                e.committed = -1;
             }
             e.topicId = id;
             e.deletedAt = -1;

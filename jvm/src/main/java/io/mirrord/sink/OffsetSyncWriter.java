@@ -1,7 +1,7 @@
 package io.mirrord.sink;
 
 import io.mirrord.metrics.Stats;
-import io.mirrord.metrics.WarnLimiter;
+import io.mirrord.log.WarnLimiter;
 
 import java.security.SecureRandom;
 import java.time.Duration;

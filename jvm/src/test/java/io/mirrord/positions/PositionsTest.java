@@ -75,6 +75,20 @@ class PositionsTest {
     }
 
     @Test
+    void aPositionCommittedBeforeItsTopicsIdWasKnownIsCommittedAgainNamingIt() {
+        Positions positions = new Positions();
+        long incarnation = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, incarnation, 10);
+        assertEquals("", positions.uncommitted().get(TP).metadata());  // the id is asked for on another thread
+        positions.committed(positions.uncommitted());
+        positions.topicIds(Map.of("orders", "id-1"));
+        assertEquals(new OffsetAndMetadata(10, Positions.METADATA_PREFIX + "id-1\0"), positions.uncommitted().get(TP));
+        positions.committed(positions.uncommitted());
+        positions.topicIds(Map.of("orders", "id-1"));  // the same id again: nothing moved
+        assertTrue(positions.uncommitted().isEmpty());
+    }
+
+    @Test
     void onlyWhatMovedIsCommittedAndNothingOfADeletedTopic() {
         Positions positions = new Positions();
         long incarnation = positions.incarnations(List.of(TP)).get(TP);

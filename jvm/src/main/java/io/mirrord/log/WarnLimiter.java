@@ -1,4 +1,4 @@
-package io.mirrord.metrics;
+package io.mirrord.log;
 
 import java.util.concurrent.atomic.AtomicLong;
 
