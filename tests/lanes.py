@@ -3,15 +3,16 @@ waiting overlap its work. Most tests wait far more than they compute (a mirrord 
 stream), so a lane alone keeps about one core of two busy.
 
 1. The integration tests (the live lane), beside the tests that hold no time bound a busy machine could break
-   (unit tests, the bench's harness, the packages and the units in containers, the alerts firing, a Spark
-   standalone cluster's flow).
+   (unit tests, the bench's harness, the packages and the units in containers, a Spark standalone cluster's
+   flow).
 2. The fault tests (kill -9 campaigns, a host cut off, brokers bounced), beside the tests that mostly wait:
    outages that last minutes by design, four and a half of them, then the signals and reloads, then a flow's
    identity (regions, upgrades); and beside those, the tests that wait on a broker's clock (a group's offsets
-   expiring) or start a release's state (the upgrades in place). The fault tests' JVMs run sustained streams and
-   catch-ups: beside the integration tests the kill campaign took 505 s instead of 300 s, so they have a phase of
-   their own, shared only with lanes that leave them a core (measured: the first phase kept 1.6 of the two cores
-   busy, the second 1.4 before its third lane).
+   expiring), start a release's state (the upgrades in place) or hold no time bound (MirrorMaker 1's command
+   line and the shipped files, a replication cycle, ACLs, an alert firing in a real Prometheus). The fault tests'
+   JVMs run sustained streams and catch-ups: beside the integration tests the kill campaign took 505 s instead of
+   300 s, so they have a phase of their own, shared only with lanes that leave them a core (measured: the first
+   phase kept 1.6 of the two cores busy, the second 1.4 before its third lane).
    `make test` kills 4 times at least once and 2 + 4 times per trigger mode exactly once;
    MIRRORD_KILLS=10 MIRRORD_EOS_KILLS=10 run the whole campaigns.
 
@@ -36,14 +37,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WAITS = ["tests/faults/test_outages.py", "tests/faults/test_signals.py",
          "tests/integration/test_identity.py"]  # four mirrord starts and two brokers, mostly waiting
-# tests that wait on a broker's clock or start a release's state, left to the second phase's spare core
+# tests that wait on a broker's clock, start a release's state or hold no time bound, left to the second phase's
+# spare core
 LATER = ["tests/integration/test_positions.py::"
          "test_an_idle_partitions_committed_position_outlives_the_source_groups_retention",
-         "tests/integration/test_upgrade.py"]
+         "tests/integration/test_upgrade.py", "tests/integration/test_claims.py", "tests/integration/test_cycle.py",
+         "tests/integration/test_acls.py", "tests/observability/test_prometheus_live.py"]
 PHASES = [
     ("integration", ["tests/integration", "tests/observability/test_rules_and_dashboard.py"],
-     [("side", ["tests/unit", "tests/observability/test_prometheus_live.py", "tests/bench", "tests/system",
-                "tests/integration/test_spark_cluster.py", "tests/packaging"])]),
+     [("side", ["tests/unit", "tests/bench", "tests/system", "tests/integration/test_spark_cluster.py",
+                "tests/packaging"])]),
     ("faults", ["tests/faults"], [("waits", WAITS), ("later", LATER)]),
 ]
 NOTHING_SELECTED = 5
