@@ -52,10 +52,12 @@ public final class StageClock {
         }
     }
 
-    /** A poll of a source consumer returned {@code records} records (more than none). */
+    /** A poll of a source consumer returned {@code records} records (the empty ones are not counted). */
     public static void polled(int records) {
-        POLLS.incrementAndGet(0);
-        POLLS.addAndGet(1, records);
+        if (ON && records > 0) {
+            POLLS.incrementAndGet(0);
+            POLLS.addAndGet(1, records);
+        }
     }
 
     static String json() {

@@ -21,9 +21,7 @@ final class Fetched {
     private final Map<TopicPartition, ArrayDeque<ConsumerRecord<byte[], byte[]>>> held = new HashMap<>();
 
     void add(ConsumerRecords<byte[], byte[]> records) {
-        if (StageClock.ON && !records.isEmpty()) {
-            StageClock.polled(records.count());
-        }
+        StageClock.polled(records.count());
         for (ConsumerRecord<byte[], byte[]> record : records) {
             StageClock.reached(StageClock.FETCHED, record.offset(), record.timestamp());
             queue.add(record);
