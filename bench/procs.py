@@ -63,6 +63,7 @@ class TreeSampler:
         self._cpu: dict[int, int] = {}
         self._peak_rss = 0
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> TreeSampler:
@@ -71,9 +72,16 @@ class TreeSampler:
 
     def sample(self) -> None:
         procs = tree(self.root)
-        for pid, (cpu, _) in procs.items():
-            self._cpu[pid] = max(cpu, self._cpu.get(pid, 0))
-        self._peak_rss = max(self._peak_rss, sum(rss for _, rss in procs.values()) * PAGE)
+        with self._lock:
+            for pid, (cpu, _) in procs.items():
+                self._cpu[pid] = max(cpu, self._cpu.get(pid, 0))
+            self._peak_rss = max(self._peak_rss, sum(rss for _, rss in procs.values()) * PAGE)
+
+    def cpu_now(self) -> float:
+        """The tree's CPU seconds so far, sampled now: two calls bound a window (a backfill's copying)."""
+        self.sample()
+        with self._lock:
+            return sum(self._cpu.values()) / TICK
 
     def _run(self) -> None:
         while not self._stop.is_set():

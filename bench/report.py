@@ -215,13 +215,13 @@ def render(results: dict) -> str:
             continue
         lines += [f"### Backfill, {size} values ({cfg['records'][workload]:,} records)", "",
                   "| contender | records/s | MB/s | ÷ better MM2 | ÷ limit | startup s | CPU s | CPU s per M records "
-                  "| peak RSS MiB | runs |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "| while copying | peak RSS MiB | runs |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         limits = [rep["limit"].get(workload) for rep in results["reps"] if rep["limit"].get(workload)]
         if limits:
             lines.append(f"| **limit** (min of producer-perf into target and consumer-perf from source) | "
                          f"{spread([x['records_per_s'] for x in limits])} | "
-                         f"{spread([x['mb_per_s'] for x in limits], '{:.1f}')} | | 1 | | | | | |")
+                         f"{spread([x['mb_per_s'] for x in limits], '{:.1f}')} | | 1 | | | | | | |")
         for name, label in names.items():
             runs = _runs(results, name, workload)
             ok = [r for r in runs if r]
@@ -235,6 +235,7 @@ def render(results: dict) -> str:
                 f"{spread([r['startup_seconds'] for r in ok], '{:.1f}')} | "
                 f"{spread([r['cpu_seconds'] for r in ok], '{:.0f}')} | "
                 f"{spread([cpu_per_m(r) for r in ok], '{:.1f}')} | "
+                f"{spread([r.get('cpu_seconds_per_m_copying') for r in ok], '{:.1f}')} | "
                 f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
                 f"{_status(runs, _better_count(results, name, workload))} |")
         if limits:

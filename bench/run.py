@@ -354,6 +354,7 @@ class Bench:
         proc = launched.proc
         t_first = t_done = t_read = None
         first_copied = copied = first_read = read = 0
+        cpu_first = cpu_done = None  # the tree's CPU at the first copied record and when the copy was done
         group = c.group(run)
         status = "ok"
         try:
@@ -365,6 +366,7 @@ class Bench:
                 read = sum(committed.values())
                 if copied and t_first is None:
                     t_first, first_copied, first_read = now, copied, read
+                    cpu_first = launched.sampler.cpu_now()
                 if t_read is None and committed and all(committed.get(p, 0) >= e for p, e in want.items()):
                     t_read = now
                 if c.drops:
@@ -373,6 +375,7 @@ class Bench:
                     done = all(ends.get(p, 0) >= e for p, e in want.items()) if c.keeps_partitions else copied >= total
                 if done and t_done is None:
                     t_done = now
+                    cpu_done = launched.sampler.cpu_now()
                 if t_done is not None and (t_read is not None or not group or now - t_done > 30):
                     break  # and, for a mirror with a group, its commit of the source's end (for read_per_s)
                 self._fail_if_exited(proc, run)
@@ -402,7 +405,12 @@ class Bench:
                    seconds=secs, records_per_s=rate,
                    mb_per_s=rate * size / 1e6, startup_seconds=(t_first - t_launch) if t_first else None,
                    wall_seconds=t_done - t_launch,
-                   cpu_seconds_per_m_records=1e6 * res["cpu_seconds"] / copied if copied else None)
+                   cpu_seconds_per_m_records=1e6 * res["cpu_seconds"] / copied if copied else None,
+                   # the same, from the first copied record to the last: without the start-up's CPU (a JVM's
+                   # class loading, a query's planning) but with what the JIT compiles while the copy runs
+                   cpu_seconds_per_m_copying=(1e6 * (cpu_done - cpu_first) / moved
+                                              if cpu_first is not None and cpu_done is not None and moved > 0
+                                              else None))
         return res
 
     @staticmethod

@@ -7,7 +7,6 @@ import io.mirrord.metrics.Stats;
 import io.mirrord.source.Assignment;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -17,13 +16,16 @@ import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
-import org.apache.spark.sql.ForeachWriter;
-import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.execution.python.streaming.PythonForeachWriter;
+import org.apache.spark.unsafe.types.UTF8String;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * mirrord's sink, for both deliveries (docs/decisions.md §2): a {@link ForeachWriter}, the one
+ * mirrord's sink, for both deliveries (docs/decisions.md §2): a {@code ForeachWriter}, the one
  * writer of its own that real-time mode's sink allowlist admits (and a sink of micro-batch mode too), over the
  * columns of mirrord/spark/pipeline.py: source topic, key, value, headers, partition, source offset, source
  * timestamp (ms). A task's rows all come from one stream of mirrord's source, so the stream is known from its
@@ -33,11 +35,17 @@ import org.slf4j.LoggerFactory;
  * the same key, value, headers and partition number, the source timestamp, into the target topic the policy
  * names (named once per source topic).
  *
+ * <p>It extends {@link PythonForeachWriter} for one reason: Spark's {@code ForeachWriterTable} hands the plan's
+ * {@code UnsafeRow}s unconverted to that class (and its subclasses), and every other {@code ForeachWriter} a
+ * {@code Row} its encoder built (a {@code String} per topic and header key, boxed numbers, a list of rows). None of
+ * the Python parent's machinery runs: every method it has is overridden here, its fields stay unset
+ * (docs/decisions.md §2, measured there).
+ *
  * <p>Exactly once, a task goes on with the producer its JVM kept only if no other can have opened since
  * ({@link #continues}); every task attempt is idempotent: a new producer of the stream fences the earlier ones
  * and reads what they committed, and rows below those positions are skipped (docs/decisions.md §12, rule 3).
  */
-public final class MirrorWriter extends ForeachWriter<Row> {
+public final class MirrorWriter extends PythonForeachWriter {
     private static final long serialVersionUID = 1L;
     private static final Logger log = LoggerFactory.getLogger(MirrorWriter.class);
     /** Kafka's default is 60 s: a dead host's open transaction would hold read_committed readers that long. */
@@ -63,10 +71,12 @@ public final class MirrorWriter extends ForeachWriter<Row> {
     private final String run = UUID.randomUUID().toString();  // this query start's writer, in every task's copy
     private transient StreamSender sender;
     private transient long epoch;  // the batch of this task
+    private transient HeaderKeys headerKeys;
 
     private MirrorWriter(Map<String, String> producerConfig, int streams, int partitions, boolean sized,
                          String syncsTopic, long offsetLagMax, String targetPrefix, String idPrefix,
                          String positionsTopic, long intervalMs) {
+        super(null, null);  // no Python: see the class's comment
         this.producerConfig = new HashMap<>(producerConfig);
         this.streams = streams;
         this.partitions = partitions;
@@ -120,39 +130,48 @@ public final class MirrorWriter extends ForeachWriter<Row> {
     @Override
     public boolean open(long partitionId, long epochId) {
         epoch = epochId;
+        if (headerKeys == null) {
+            headerKeys = new HeaderKeys();
+        }
         return true;
     }
 
+    /**
+     * One row, as Spark's plan wrote it: an {@code UnsafeRow} of the writer's columns, read in place (no {@code Row}
+     * conversion); key, value and header values are copied out once, as the producer needs arrays of their own.
+     */
     @Override
-    public void process(Row row) {
-        String topic = row.getString(TOPIC);
+    public void process(UnsafeRow row) {
+        UTF8String topic = row.getUTF8String(TOPIC);  // points into the row: never kept
         int partition = row.getInt(PARTITION);
         StreamSender s = sender;
         if (s == null) {
-            s = claim(Assignment.streamOf(new TopicPartition(topic, partition), streams));
+            s = claim(Assignment.streamOf(new TopicPartition(topic.toString(), partition), streams));
             sender = s;
         }
-        Long timestamp = (Long) row.get(TIMESTAMP);  // the row's own box
+        Long timestamp = row.isNullAt(TIMESTAMP) ? null : row.getLong(TIMESTAMP);
         long offset = row.getLong(OFFSET);
         s.send(s.partitions().of(topic, partition), offset,
                 timestamp != null && timestamp >= 0 ? timestamp : null,  // unknown: the producer's clock
-                (byte[]) row.get(KEY), (byte[]) row.get(VALUE), headers(row));
+                row.getBinary(KEY), row.getBinary(VALUE), headers(row));
         if (timestamp != null) {
             StageClock.reached(StageClock.SENT, offset, timestamp);
         }
     }
 
-    private static Headers headers(Row row) {
+    private Headers headers(UnsafeRow row) {
         if (row.isNullAt(HEADERS)) {
             return null;
         }
-        List<Row> list = row.getList(HEADERS);
-        if (list.isEmpty()) {
+        ArrayData list = row.getArray(HEADERS);
+        int n = list.numElements();
+        if (n == 0) {
             return null;
         }
         RecordHeaders headers = new RecordHeaders();
-        for (Row h : list) {
-            headers.add(h.getString(0), (byte[]) h.get(1));
+        for (int i = 0; i < n; i++) {
+            InternalRow h = list.getStruct(i, 2);
+            headers.add(h.isNullAt(0) ? null : headerKeys.of(h.getUTF8String(0)), h.getBinary(1));
         }
         return headers;
     }

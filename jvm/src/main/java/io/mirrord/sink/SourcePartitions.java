@@ -6,12 +6,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * A stream's {@link SourcePartition}s by source topic and partition, each made on first use with its target
  * topic's name (the policy's prefix and the source topic's), made once: no topic {@code String} is built per
  * record. A lookup of one that exists allocates nothing and, for the topic the last lookup named, hashes
- * nothing (a row's topic is a new {@code String} each time; {@code equals} is cheaper than its hash).
+ * nothing ({@code equals} is cheaper than a hash); a row's topic as its bytes is not even made a {@code String}.
  */
 final class SourcePartitions {
     private final String targetPrefix;
@@ -35,6 +36,20 @@ final class SourcePartitions {
                 t = byTopic.computeIfAbsent(topic, Topic::new);
             }
             last = t;
+        }
+        SourcePartition[] array = t.partitions;
+        SourcePartition found = partition < array.length ? array[partition] : null;
+        return found != null ? found : created(t, partition);
+    }
+
+    /**
+     * The same, for a topic name as the row holds it: compared with the last topic's bytes, made a {@code String}
+     * only when the topic changes.
+     */
+    SourcePartition of(UTF8String topic, int partition) {
+        Topic t = last;
+        if (t == null || !t.utf8.equals(topic)) {
+            return of(topic.toString(), partition);
         }
         SourcePartition[] array = t.partitions;
         SourcePartition found = partition < array.length ? array[partition] : null;
@@ -80,10 +95,12 @@ final class SourcePartitions {
     private final class Topic {
         final String name;
         final String target;
+        final UTF8String utf8;
         volatile SourcePartition[] partitions = new SourcePartition[0];
 
         Topic(String name) {
             this.name = name;
+            this.utf8 = UTF8String.fromString(name);
             this.target = targetPrefix.isEmpty() ? name : targetPrefix + name;
         }
     }
