@@ -118,6 +118,33 @@ def thread_cpu(root: int) -> list[tuple[float, int, str, str]]:
     return sorted(rows, reverse=True)
 
 
+# Where a contender's CPU went, by thread name (threads.tsv): the threads that move records (Spark's task
+# threads, MirrorMaker 2's connector tasks, MirrorMaker 1's mirror threads, the producers' I/O threads) apart
+# from the JVM's own (the JIT's compilers, the collector) and from the rest (a Spark driver's py4j and main
+# threads, which plan the query at the start; schedulers, clients' coordinators, Python).
+THREAD_KINDS = (
+    ("records", ("Executor task l", "task-thread-", "mirrormaker-thr", "kafka-producer-")),
+    ("jit", ("C1 CompilerThre", "C2 CompilerThre")),
+    ("gc", ("GC Thread#", "G1 ")),
+)
+
+
+def thread_kind(name: str) -> str:
+    """records, jit, gc or other (a thread name as /proc shows it: its first 15 characters)."""
+    for kind, prefixes in THREAD_KINDS:
+        if name.startswith(prefixes):
+            return kind
+    return "other"
+
+
+def cpu_by_kind(rows: list[tuple[float, int, str, str]]) -> dict[str, float]:
+    """CPU seconds per thread kind of thread_cpu's rows."""
+    kinds = {kind: 0.0 for kind, _ in THREAD_KINDS} | {"other": 0.0}
+    for cpu, _, _, name in rows:
+        kinds[thread_kind(name)] += cpu
+    return kinds
+
+
 def dump_flight_recordings(root: int, into) -> None:
     """Writes the flight recordings of every JVM in root's tree (started with -XX:StartFlightRecording, as
     BENCH_JAVA_OPTIONS does) to `into`/<pid>.jfr before the contender is stopped: a stop kills them unwritten."""

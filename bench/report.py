@@ -175,6 +175,39 @@ def _mib(b: float) -> float:
     return b / 2**20
 
 
+def _per_m(res: dict, kind: str) -> float | None:
+    """CPU seconds of one kind of thread (bench/procs.py THREAD_KINDS) per million records copied."""
+    kinds = res.get("cpu_by_thread_kind")
+    return 1e6 * kinds[kind] / res["copied"] if kinds and res.get("copied") else None
+
+
+def _cpu_by_thread(results: dict, names: dict, workload: str) -> list[str]:
+    """Where each contender's CPU went in the backfill, by thread: the threads that move records apart from the
+    JIT's, the collector's and the rest (a start-up's, a planner's), per million records copied; the records'
+    share against the better MirrorMaker 2's, pair by pair."""
+    rows = []
+    for name, label in names.items():
+        ok = [r for r in _runs(results, name, workload) if r and r.get("cpu_by_thread_kind")]
+        if not ok:
+            continue
+        ratios = [_per_m(mine, "records") / _per_m(best, "records")
+                  for _, mine, _, best in pairs(results, name, workload)
+                  if _per_m(mine, "records") is not None and _per_m(best, "records")]
+        rows.append(f"| {label} | {spread([_per_m(r, 'records') for r in ok], '{:.1f}')} | "
+                    f"{spread(ratios, '{:.2f}') if name not in MM2 else ''} | "
+                    f"{spread([_per_m(r, 'jit') for r in ok], '{:.1f}')} | "
+                    f"{spread([_per_m(r, 'gc') for r in ok], '{:.1f}')} | "
+                    f"{spread([_per_m(r, 'other') for r in ok], '{:.1f}')} |")
+    if not rows:
+        return []
+    return ["", "Where the CPU went, by thread, in CPU s per M records (bench/procs.py `THREAD_KINDS`): the threads "
+            "that move records (task threads and the producers' I/O threads), the JIT's compilers, the collector, "
+            "and the rest (a Spark driver's py4j and main threads, which plan the query at the start; schedulers, "
+            "coordinators, Python).", "",
+            "| contender | moving records | ÷ better MM2 | JIT | GC | other |",
+            "|---|---:|---:|---:|---:|---:|", *rows]
+
+
 def render(results: dict) -> str:
     cfg, m = results["config"], results["machine"]
     names = results["contenders"]
@@ -238,6 +271,7 @@ def render(results: dict) -> str:
                 f"{spread([r.get('cpu_seconds_per_m_copying') for r in ok], '{:.1f}')} | "
                 f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
                 f"{_status(runs, _better_count(results, name, workload))} |")
+        lines += _cpu_by_thread(results, names, workload)
         if limits:
             lines += ["", f"Limit parts ({size}): producer-perf into the target "
                       f"{spread([x['produce']['records_per_s'] for x in limits])} records/s; consumer-perf from the "

@@ -37,7 +37,7 @@ from bench import report, stages
 from bench.cluster import Cluster
 from bench.contenders import JARS, PRODUCER, ROOT, STAGES, Contender, Ctx, Run, all_contenders
 from bench.latency import PROBE, encode
-from bench.procs import TICK, TreeSampler, dump_flight_recordings, terminate, thread_cpu
+from bench.procs import TICK, TreeSampler, cpu_by_kind, dump_flight_recordings, terminate, thread_cpu
 from bench.shape import Shape, slots
 from tests.harness.kafka import KafkaBroker, java
 
@@ -322,8 +322,9 @@ class Bench:
 
     def _finish(self, launched: Launched, run: Run) -> dict:
         proc, usage = launched.proc, launched.sampler.stop()
+        threads = thread_cpu(proc.pid)
         (run.workdir / "threads.tsv").write_text("".join(f"{cpu:.2f}\t{pid}\t{process}\t{name}\n"
-                                                         for cpu, pid, process, name in thread_cpu(proc.pid)))
+                                                         for cpu, pid, process, name in threads))
         if "FlightRecording" in os.environ.get("BENCH_JAVA_OPTIONS", ""):
             dump_flight_recordings(proc.pid, run.workdir)
         terminate(proc)
@@ -332,7 +333,7 @@ class Bench:
             mine = [t for t in cluster.topics() if run.id in t or (cluster is self.target and t in run.topics)]
             cluster.delete(*mine)
         return {"cpu_seconds": usage.cpu_seconds, "peak_rss_bytes": usage.peak_rss_bytes, "ready_seconds": ready,
-                "log": str(run.workdir / "contender.log")}
+                "cpu_by_thread_kind": cpu_by_kind(threads), "log": str(run.workdir / "contender.log")}
 
     def _fail_if_exited(self, proc: subprocess.Popen, run: Run) -> None:
         """A contender that stopped with an error ends the run (one that finished cleanly may have copied all)."""

@@ -318,3 +318,20 @@ def test_mirrords_exactly_once_is_measured_against_mirrormaker_2s_exactly_once_o
     assert report.pairs(res, "mirrord", "backfill-100")[0][2] == "mm2-streams"
     assert report._ratios(res, "mirrord-eos", "backfill-100", report.BEST) == [2.0]
     assert report.pairs(res, "mirrord-eos", "steady")[0][2] == "mm2-eos"
+
+
+def test_the_cpu_by_thread_compares_the_threads_that_move_records_with_the_better_mm2s_pair_by_pair():
+    def kinds(res: dict, records: float, jit: float) -> dict:
+        return res | {"cpu_by_thread_kind": {"records": records, "jit": jit, "gc": 1.0, "other": 6.0}}
+
+    reps = [{"mm2": {"backfill-100": kinds(backfill(90_000, 62), 30.0, 20.0)},
+             "mm2-streams": {"backfill-100": kinds(backfill(140_000, 44), 20.0, 18.0)},  # the better MM2
+             "mirrord": {"backfill-100": kinds(backfill(210_000, 40), 10.0, 17.0)}},
+            {"mm2": {"backfill-100": kinds(backfill(150_000, 62), 40.0, 20.0)},  # the better MM2 now
+             "mm2-streams": {"backfill-100": kinds(backfill(140_000, 44), 20.0, 18.0)},
+             "mirrord": {"backfill-100": kinds(backfill(210_000, 40), 12.0, 17.0)}}]
+    text = report.render(results(reps))
+    table = text[text.index("| contender | moving records |"):]
+    # per M records (1 M copied): mirrord 10 and 12, against 20 (mm2-streams) and 40 (mm2): 0.5 and 0.3
+    assert "| mirrord (default sink) | 11.0 (10.0–12.0) | 0.40 (0.30–0.50) | 17.0 (17.0–17.0) |" in table
+    assert "| MM2 partitions | 35.0 (30.0–40.0) |  | 20.0 (20.0–20.0) | 1.0 (1.0–1.0) | 6.0 (6.0–6.0) |" in table
