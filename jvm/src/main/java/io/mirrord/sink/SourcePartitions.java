@@ -37,9 +37,7 @@ final class SourcePartitions {
             }
             last = t;
         }
-        SourcePartition[] array = t.partitions;
-        SourcePartition found = partition < array.length ? array[partition] : null;
-        return found != null ? found : created(t, partition);
+        return in(t, partition);
     }
 
     /**
@@ -51,6 +49,10 @@ final class SourcePartitions {
         if (t == null || !t.utf8.equals(topic)) {
             return of(topic.toString(), partition);
         }
+        return in(t, partition);
+    }
+
+    private SourcePartition in(Topic t, int partition) {
         SourcePartition[] array = t.partitions;
         SourcePartition found = partition < array.length ? array[partition] : null;
         return found != null ? found : created(t, partition);
