@@ -97,6 +97,8 @@ class Leadership:
         self.on_confirmed = on_confirmed  # called at the first confirmation of each assignment
         self._unconfirmed = False  # assigned, not yet confirmed
         self.lapsed = False  # lost its assignment with its session (an outage), not yet assigned and confirmed again
+        self.member = ""  # this host's member id in the group, as of its last assignment
+        self._lapsed_member = ""  # the member id whose session lapsed while it held the flow, until taken out
         self._closing = threading.Event()
         self._closed = False
         self._active = threading.Event()
@@ -124,6 +126,7 @@ class Leadership:
         return self._active.is_set()
 
     def _on_assign(self, consumer, partitions) -> None:
+        self.member = consumer.memberid() or ""  # a join just completed: the id is known (no lapse under way)
         if partitions and not self._active.is_set():
             log.info("this host is the flow's active host (group %s on %s)", self.group, self.topic)
             self._unconfirmed = True
@@ -145,6 +148,7 @@ class Leadership:
         if partitions and self._active.is_set():
             log.warning("this host is no longer the flow's active host (group %s): its session lapsed", self.group)
             self.lapsed = True
+            self._lapsed_member = self.member
             self._active.clear()
             self.confirmations.forget()
 
@@ -178,6 +182,15 @@ class Leadership:
                 log.warning("leader election: %s", exc.args[0].str())
             except RuntimeError:  # closed meanwhile
                 break
+
+    def lapsed_members(self, outlived_session: bool) -> list[str]:
+        """This host's member ids that a restarted coordinator may still keep in the group: the one whose session
+        lapsed while it held the flow; a standby's, when the outage outlived its session (taken out in error, a
+        standby only rejoins)."""
+        member = self._lapsed_member or (self.member if outlived_session and not self._active.is_set() else "")
+        if member:  # each once: the next join's id is recorded anew
+            self._lapsed_member = self.member = ""
+        return [member] if member else []
 
     def held_elsewhere(self, target: admin.Cluster) -> bool:
         """Whether another member holds the election's partition now: this host's loss was a hand-over, not
@@ -227,6 +240,8 @@ class Election:
         self.joined_at = 0.0
         self.earlier: list[str] = []  # members of the earlier release's election, while this host waits for them
         self.on_change: Callable[[], None] = lambda: None  # this host's hold on the flow was confirmed
+        # members of a group on the target taken out by id (group, member ids, timeout s) -> {member id: error}
+        self.leave: Callable[[str, list[str], float], dict[str, str]] | None = None
         self._earlier_seen = -EARLIER_FOREVER
         self._lock = threading.RLock()
 
@@ -273,6 +288,29 @@ class Election:
         if self.leadership is None or not self.leadership.lapsed:
             return self.joined_at, patience
         return max(self.joined_at, target_since), patience + self.timing.session_ms / 1000
+
+    def target_returned(self, away: float) -> None:
+        """The target answers again after `away` seconds. A group coordinator that restarted meanwhile reloaded the
+        election's group with this host's lapsed member in it, and a host rejoining under a new member id would wait
+        for that member's whole session (every host: a rebalance waits for all members): the member is taken out
+        now, from a thread of its own (docs/decisions.md §6)."""
+        leadership, leave = self.leadership, self.leave
+        if leadership is None or leave is None:
+            return
+        members = leadership.lapsed_members(away * 1000 > self.timing.session_ms)
+        if members:
+            threading.Thread(target=self._take_out, args=(leave, leadership.group, members), name="leave-lapsed",
+                             daemon=True).start()
+
+    def _take_out(self, leave, group: str, members: list[str]) -> None:
+        try:
+            answers = leave(group, members, self.timing.session_ms / 1000)
+        except MirrordError as exc:
+            log.info("this host's lapsed member stays in election group %s until its session ends: %s", group, exc)
+            return
+        if any(error == "NONE" for error in answers.values()):
+            log.info("took this host's lapsed member out of election group %s: it rejoins now, not a session later",
+                     group)
 
     def _earlier_release_holds(self) -> bool:
         """Whether hosts of the release before are in its election (keyed by group.id alone), looked at every

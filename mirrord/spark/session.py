@@ -193,6 +193,23 @@ def java_members(spark, flow: Flow) -> Callable[[str, float], list[admin.Member]
     return members
 
 
+def java_leave(spark, flow: Flow) -> Callable[[str, list[str], float], dict[str, str]]:
+    """Members of a group on the target taken out by member id, as a member leaving would
+    (io.mirrord.fencing.LapsedMembers: Kafka's Admin removes static members only): {member id: Kafka's error name,
+    NONE when it left}."""
+    config = flow.target_properties
+    leave = spark._jvm.io.mirrord.fencing.LapsedMembers.leave
+
+    def left(group: str, members: list[str], timeout: float) -> dict[str, str]:
+        try:
+            rows = [str(row).split("\t") for row in leave(config, group, members, int(timeout * 1000))]
+        except Exception as exc:  # noqa: BLE001 - py4j wraps the Java client's error
+            raise ClusterUnavailable(f"cannot take members out of group {group} on the target: "
+                                     f"{one_line(str(getattr(exc, 'java_exception', exc)))}") from None
+        return {member: error for member, error in rows}
+    return left
+
+
 def warm_producer(spark, flow: Flow) -> None:
     """A Kafka producer of the target's properties made in this JVM, asked for the offset-syncs topic's partitions
     and closed, sending nothing: its classes loaded and its client's path run before a take-over's first record

@@ -42,6 +42,7 @@ class ClusterWatch:
         self._state = {c.name: Reachability(True, now, wall) for c in clusters}
         self._last_down = float("-inf")  # monotonic time a cluster was last seen away
         self.on_change: Callable[[], None] = lambda: None  # a cluster went away or came back
+        self.on_return: Callable[[str, float], None] = lambda name, away: None  # a cluster back after `away` s
 
     def start(self) -> None:
         self.probe()
@@ -73,6 +74,7 @@ class ClusterWatch:
         if changed:
             self.on_change()
         if changed and up:
+            self.on_return(cluster.name, lasted)
             log.warning("%s cluster (%s) answers again after %s", cluster.name, cluster.bootstrap,
                         _duration(lasted))
         elif changed:

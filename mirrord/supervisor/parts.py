@@ -22,7 +22,14 @@ from mirrord.positions import Positions
 from mirrord.settings.flow import Flow
 from mirrord.spark import modes
 from mirrord.spark.pipeline import check_transforms
-from mirrord.spark.session import add_progress_listener, java_members, one_line, spark_session, wait_jvm_exit
+from mirrord.spark.session import (
+    add_progress_listener,
+    java_leave,
+    java_members,
+    one_line,
+    spark_session,
+    wait_jvm_exit,
+)
 from mirrord.supervisor.health import ClusterWatch
 from mirrord.supervisor.jobs import SideJobs
 from mirrord.supervisor.running import Mirroring
@@ -80,6 +87,8 @@ def build(flow: Flow, metrics: Metrics, stop: threading.Event, spark_started: Ca
     spark = spark_session(s, master)
     spark_started()
     target.java_members = java_members(spark, flow)  # groups asked through Java (admin.Cluster.members)
+    election.leave = java_leave(spark, flow)
+    clusters.on_return = lambda name, away: election.target_returned(away) if name == "target" else None
     lease = Lease(spark, election) if s.leader_election else None
     check_transforms(spark, flow)
     mirroring = Mirroring(spark, flow, master, source, target, positions, metrics, clusters, translation, lease,

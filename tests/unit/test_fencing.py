@@ -360,3 +360,46 @@ def test_a_hand_over_seen_by_the_election_fences_a_lease_in_force_before_the_par
     Lease(None, e2, jvm=jvm2, start=False)
     e2._revoked()
     assert jvm2.calls == [] and not jvm2.exited
+
+
+# -- a lapsed member taken out at the target's return -------------------------------------------------------------
+class MemberConsumer:
+    def __init__(self, member: str):
+        self.member = member
+
+    def memberid(self) -> str:
+        return self.member
+
+
+def test_at_the_targets_return_a_host_takes_out_only_its_own_member_that_a_restarted_coordinator_may_keep():
+    """The held flow's member once its session lapsed; a standby's member only when the outage outlived its session;
+    the active host's live member never; each only once."""
+    from mirrord.fencing.election import Leadership
+    from mirrord.identity import FlowIdentity
+
+    identity = FlowIdentity.of("f", "cluster-id", "g")
+    e = election(FakeClock(), active=False)
+    e.leadership = Leadership({"bootstrap.servers": "127.0.0.1:1"}, identity, e.timing, e.confirmations,
+                              on_revoked=lambda: None)
+    asked = []
+    e.leave = lambda group, members, timeout: asked.append((group, members)) or dict.fromkeys(members, "NONE")
+
+    def returned(away: float) -> list:
+        asked.clear()
+        e.target_returned(away)
+        for thread in [t for t in threading.enumerate() if t.name == "leave-lapsed"]:
+            thread.join(5)
+        return [members for _, members in asked]
+
+    tp = [SimpleNamespace(topic=identity.election_topic, partition=0)]
+    e.leadership._on_assign(MemberConsumer("standby-1"), [])  # a standby: nothing assigned
+    assert returned(SESSION / 1000 - 1) == []  # its session may still be alive
+    assert returned(SESSION / 1000 + 1) == [["standby-1"]]
+    e.leadership._on_assign(MemberConsumer("active-2"), tp)  # elected
+    assert returned(SESSION / 1000 + 1) == []  # its session is alive: it holds the flow
+    e.leadership._on_lost(MemberConsumer(""), tp)  # lapsed in an outage: librdkafka has forgotten its id
+    assert returned(1) == [["active-2"]]
+    assert asked[0][0] == identity.election_group
+    assert returned(SESSION / 1000 + 1) == []  # taken out once
+    e.leadership._on_assign(MemberConsumer("active-3"), tp)
+    assert returned(SESSION / 1000 + 1) == []

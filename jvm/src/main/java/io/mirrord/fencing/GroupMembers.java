@@ -45,13 +45,18 @@ public final class GroupMembers {
     }
 
     private static Admin create(Map<String, Object> config) {
+        return Admin.create(adminConfig(config, "-groups"));
+    }
+
+    /** The properties an Admin knows among {@code config}'s, its client id given {@code suffix}. */
+    static Map<String, Object> adminConfig(Map<String, Object> config, String suffix) {
         Map<String, Object> c = new HashMap<>();
         config.forEach((k, v) -> {
             if (AdminClientConfig.configNames().contains(k)) {
                 c.put(k, v);
             }
         });
-        c.put(AdminClientConfig.CLIENT_ID_CONFIG, config.getOrDefault("client.id", "mirrord") + "-groups");
-        return Admin.create(c);
+        c.put(AdminClientConfig.CLIENT_ID_CONFIG, config.getOrDefault("client.id", "mirrord") + suffix);
+        return c;
     }
 }
