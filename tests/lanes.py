@@ -9,7 +9,8 @@ stream), so a lane alone keeps about one core of two busy.
    outages that last minutes by design, four and a half of them, then the signals and reloads, then a flow's
    identity (regions, upgrades); and beside those, the tests that wait on a broker's clock (a group's offsets
    expiring), start a release's state (the upgrades in place) or hold no time bound (MirrorMaker 1's command
-   line and the shipped files, a replication cycle, ACLs, an alert firing in a real Prometheus). The fault tests'
+   line and the shipped files, a replication cycle, ACLs, an alert firing in a real Prometheus, a target outage
+   under leader election). The fault tests'
    JVMs run sustained streams and catch-ups: beside the integration tests the kill campaign took 505 s instead of
    300 s, so they have a phase of their own, shared only with lanes that leave them a core (measured: the first
    phase kept 1.6 of the two cores busy, the second 1.4 before its third lane).
@@ -42,7 +43,8 @@ WAITS = ["tests/faults/test_outages.py", "tests/faults/test_signals.py",
 LATER = ["tests/integration/test_positions.py::"
          "test_an_idle_partitions_committed_position_outlives_the_source_groups_retention",
          "tests/integration/test_upgrade.py", "tests/integration/test_claims.py", "tests/integration/test_cycle.py",
-         "tests/integration/test_acls.py", "tests/observability/test_prometheus_live.py"]
+         "tests/integration/test_acls.py", "tests/observability/test_prometheus_live.py",
+         "tests/faults/test_election_outage.py"]
 PHASES = [
     ("integration", ["tests/integration", "tests/observability/test_rules_and_dashboard.py"],
      [("side", ["tests/unit", "tests/bench", "tests/system", "tests/integration/test_spark_cluster.py",

@@ -1,0 +1,54 @@
+"""With leader election (docs/decisions.md §6), a target outage longer than the election's session lapses the
+host's membership; a restart of the target's broker (its group coordinator) meanwhile reloads the election's group
+with the lapsed member in it. Mirroring resumes within 2 s of the target's return all the same, as without
+election (tests/faults/test_outages.py)."""
+
+from __future__ import annotations
+
+import time
+
+from tests.faults.test_outages import COPYING_AGAIN
+from tests.harness.mirrord import Mirrord, write_flow
+from tests.harness.records import Trickle, count, create_topic, wait_until
+from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
+
+ELECTED_OUTAGE = 20  # seconds: longer than the 6 s session, so the host's membership lapses on both sides
+
+
+def test_with_leader_election_a_target_whose_coordinator_restarted_is_mirrored_again_within_2_s(
+        bounced_pair, unique, tmp_path):
+    """A single host elected through the target's group (docs/decisions.md §6) loses its session while the target is
+    away. The target's restart reloads the election's group with the lapsed member in it; the host rejoins under a
+    new member id, and the coordinator would wait a whole session for the old one: the host leaves its old member
+    itself (io.mirrord.fencing.LapsedMembers), so it holds the flow and copies again at once."""
+    source, target = bounced_pair
+    topic, group = unique("elected-outage"), unique("elected-outage-group")
+    create_topic(source.bootstrap, topic, 2)
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"leader.session.timeout.ms": "6000"})
+    daemon = Mirrord(config).start()
+    trickle = Trickle(source.bootstrap, topic, 2, total=50 * (ELECTED_OUTAGE + 120), rate=50)
+    try:
+        daemon.wait_ready()
+        trickle.start()
+        wait_until(lambda: count(target.bootstrap, topic) > 100, 60, "mirrord copying before the outage")
+        target.stop()
+        wait_until(lambda: "its session lapsed" in daemon.output(), ELECTED_OUTAGE, "the election's session lapsing")
+        time.sleep(ELECTED_OUTAGE - 6)  # an outage, not a blip: it lasts on past the lapse
+        target.start()
+        returned = time.monotonic()
+        floor = count(target.bootstrap, topic)
+        wait_until(lambda: count(target.bootstrap, topic) > floor, 60,
+                   "mirrord copying again after the target's return", interval=0.1)
+        copying = time.monotonic() - returned
+        print(f"elected host: copying again {copying:.1f}s after the target's return")
+        assert copying <= COPYING_AGAIN, daemon.output()[-3000:]
+        assert "took this host's lapsed member out of election group" in daemon.output()
+        trickle.stop()
+        assert not trickle.errors, trickle.errors[:3]
+        wait_all_mirrored(source.bootstrap, topic, group)
+        assert_nothing_lost(source.bootstrap, target.bootstrap, topic)
+        assert daemon.stop() == 0
+    finally:
+        trickle.stop()
+        daemon.stop()
