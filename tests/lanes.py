@@ -9,9 +9,9 @@ stream), so a lane alone keeps about one core of two busy.
    outages that last minutes by design, four and a half of them, then the signals and reloads, then a flow's
    identity (regions, upgrades); and beside those, the tests that wait on a broker's clock (a group's offsets
    expiring), start a release's state (the upgrades in place) or hold no time bound (MirrorMaker 1's command
-   line and the shipped files, a replication cycle, ACLs, an alert firing in a real Prometheus, a target outage
-   under leader election). The fault tests'
-   JVMs run sustained streams and catch-ups: beside the integration tests the kill campaign took 505 s instead of
+   line and the shipped files, a replication cycle, ACLs, an alert firing in a real Prometheus), and a target
+   outage under leader election (one mirrord, a minute, its 2 s bound on the spare core). The fault tests' JVMs
+   run sustained streams and catch-ups: beside the integration tests the kill campaign took 505 s instead of
    300 s, so they have a phase of their own, shared only with lanes that leave them a core (measured: the first
    phase kept 1.6 of the two cores busy, the second 1.4 before its third lane).
    `make test` kills 4 times at least once and 2 + 4 times per trigger mode exactly once;
