@@ -17,6 +17,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * 1,024), and {@code buffer.memory} room for four batches of each partition, between Kafka's default 32 MiB and
  * {@value #MAX_BUFFER} bytes (32 MiB up to 32 partitions, 60 MiB at 240, 62.5 MiB at 1,000, 128 MiB from 2,048);
  * {@code linger.ms} stays at mirrord's default (5 ms, mirrord/settings/translate.py).
+ *
+ * <p>Whatever the pool, a stream's records awaiting acknowledgement are at most {@value #QUEUED_PER_DELIVERY_SECOND}
+ * bytes per second of {@code delivery.timeout.ms} (at least {@value #MIN_QUEUED}; {@link #queueBound}).
  */
 final class StreamProducers {
     static final long PER_STREAM_BATCHES = 16L << 20;
@@ -25,6 +28,8 @@ final class StreamProducers {
     static final long MIN_BUFFER = 32L << 20;
     static final long MAX_BUFFER = 128L << 20;
     static final int BATCHES_PER_PARTITION = 4;
+    static final long QUEUED_PER_DELIVERY_SECOND = 4L << 20;
+    static final long MIN_QUEUED = 4L << 20;
 
     private StreamProducers() {
     }
@@ -48,6 +53,23 @@ final class StreamProducers {
             config.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(bufferMemory(perStream, batch)));
         }
         return config;
+    }
+
+    /**
+     * The bytes of records a stream may have awaiting the target's acknowledgement: a batch waits in the producer
+     * behind everything queued before it (the sender takes one batch of each partition per round), and under
+     * leader election a record has 3/10 of the session to be acknowledged ({@code delivery.timeout.ms}, 3 s by
+     * default: docs/decisions.md §2 and §6). Without election the producer waits as long as it takes, and the
+     * bound is as good as none.
+     */
+    static long queueBound(Map<String, String> properties) {
+        String delivery = properties.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
+        if (delivery == null) {
+            return Long.MAX_VALUE;
+        }
+        long ms = Long.parseLong(delivery.trim());
+        return Math.max(MIN_QUEUED, ms / 1000 * QUEUED_PER_DELIVERY_SECOND
+                + ms % 1000 * QUEUED_PER_DELIVERY_SECOND / 1000);
     }
 
     static int batchSize(int partitions) {

@@ -6,11 +6,15 @@ import io.mirrord.metrics.StageClock;
 import io.mirrord.metrics.Stats;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.header.Headers;
 
 /**
@@ -19,17 +23,21 @@ import org.apache.kafka.common.header.Headers;
  * ({@link SourcePartition#acknowledged}), which go out through the same producer. A task's end flushes and
  * fails the task if any send failed, so Spark never commits a batch past a record the target does not hold;
  * a failed send also fails the task's next one. The sender stays with the stream while no send failed: what it
- * still has in flight when a task fails or the query stops is delivered, and counts.
+ * still has in flight when a task fails or the query stops is delivered, and counts. No more record bytes await
+ * acknowledgement than {@link StreamProducers#queueBound} allows: a send past it waits for room first.
  */
 final class StreamSends implements StreamSender {
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
     /** How often the delayed offset syncs (the last record of a run so far) are written. */
     static final long SYNCS_FLUSH_MS = 1000;
+    private static final long WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private final String id;
     private final Producer<byte[], byte[]> producer;
     private final OffsetSyncWriter syncs;  // null: no offset syncs
     private final SourcePartitions partitions;
     private volatile KafkaException failure;  // the first send that failed
+    private final long queueBound;  // bytes of records awaiting acknowledgement before a send waits
+    private final AtomicLong queued = new AtomicLong();
 
     /**
      * {@code syncsTopic} empty or null: no offset syncs; else they are written by a thread of their own
@@ -37,7 +45,14 @@ final class StreamSends implements StreamSender {
      */
     StreamSends(String id, Producer<byte[], byte[]> producer, String syncsTopic, long offsetLagMax, long flushMs,
                 Stats stats, String targetPrefix, boolean background) {
+        this(id, producer, syncsTopic, offsetLagMax, flushMs, stats, targetPrefix, background, Long.MAX_VALUE);
+    }
+
+    /** {@code queueBound}: the bytes of records awaiting acknowledgement past which a send waits for room. */
+    StreamSends(String id, Producer<byte[], byte[]> producer, String syncsTopic, long offsetLagMax, long flushMs,
+                Stats stats, String targetPrefix, boolean background, long queueBound) {
         this.id = id;
+        this.queueBound = queueBound;
         this.producer = producer;
         this.syncs = syncsTopic == null || syncsTopic.isEmpty() ? null
                 : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, flushMs, stats, background);
@@ -69,17 +84,46 @@ final class StreamSends implements StreamSender {
         if (failed != null) {
             throw failed;
         }
+        if (queued.get() > queueBound) {
+            awaitRoom();  // before the lease is looked at: it may lapse meanwhile
+        }
         if (!Fence.open()) {
             throw new FencedError("not sent to " + source.target + ": this host's lease lapsed (fenced)");
         }
-        source.sending(length(key) + length(value));
+        long bytes = length(key) + length(value);
+        source.sending(bytes);
+        queued.addAndGet(bytes);
         try {
             producer.send(new ProducerRecord<>(source.target, source.partition, timestampMs, key, value, headers),
-                    new Delivery(source, offset, source.incarnation.get()));
+                    new Delivery(source, offset, source.incarnation.get(), bytes));
         } catch (RuntimeException e) {  // refused, no callback to come (an interrupt): nothing sent, nothing failed
             source.notSent();
+            queued.addAndGet(-bytes);
             throw e;
         }
+    }
+
+    /**
+     * Waits while more than the bound awaits acknowledgement: the records queued behind it would wait past their
+     * delivery timeout (docs/decisions.md §2). Acknowledgements or failures end the wait within that timeout.
+     */
+    private void awaitRoom() {
+        while (queued.get() > queueBound && failure == null) {
+            LockSupport.parkNanos(WAIT_NANOS);
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                throw new InterruptException("waiting for the target's acknowledgements");
+            }
+        }
+        KafkaException failed = failure;
+        if (failed != null) {
+            throw failed;
+        }
+    }
+
+    /** Bytes of records sent and not yet acknowledged or failed. */
+    long queued() {
+        return queued.get();
     }
 
     @Override
@@ -130,11 +174,13 @@ final class StreamSends implements StreamSender {
         private final SourcePartition source;
         private final long offset;
         private final long readIn;  // the incarnation the record was read in, when it was sent
+        private final long bytes;
 
-        Delivery(SourcePartition source, long offset, long readIn) {
+        Delivery(SourcePartition source, long offset, long readIn, long bytes) {
             this.source = source;
             this.offset = offset;
             this.readIn = readIn;
+            this.bytes = bytes;
         }
 
         @Override
@@ -151,6 +197,7 @@ final class StreamSends implements StreamSender {
                 StageClock.reached(StageClock.ACKED, offset, metadata.timestamp());
             }
             source.acknowledged(offset, readIn, metadata, exception, latencyMs, syncs);
+            queued.addAndGet(-bytes);
         }
     }
 }

@@ -25,8 +25,13 @@ public final class SendsFixture {
     final StreamSends sends;
 
     public SendsFixture(Stats stats) {
+        this(stats, Long.MAX_VALUE);
+    }
+
+    /** {@code queueBound}: the bytes awaiting acknowledgement past which a send waits (each record is 3 bytes). */
+    SendsFixture(Stats stats, long queueBound) {
         sends = new StreamSends("at-least-once-0", producer, OffsetSyncWriterTest.SYNCS, 100, 1000, stats, "src.",
-                false);
+                false, queueBound);
     }
 
     /** A target cluster of one broker with {@value #TARGET}'s partitions 0 to 7: offsets count per partition. */
