@@ -65,12 +65,40 @@ def mirrored(records, flow: Flow):
     return _writer_columns(records)
 
 
+KAFKA_BUFFER_MEMORY = 32 << 20
+KAFKA_BATCH_SIZE = 16 << 10
+
+
+def warn_pool_too_small(flow: Flow, streams: int, partitions: int) -> None:
+    """A journal line when producer.properties sizes the pool itself and its `buffer.memory` holds fewer batches than
+    a stream has partitions: the producer allocates a whole `batch.size` for each partition's next record, so a
+    stream over many partitions waits for room (under leader election at most max.block.ms, then the query
+    restarts: docs/decisions.md §2)."""
+    props, sink = flow.settings.producer.properties, flow.target_properties
+    per_stream = -(-partitions // max(1, streams))
+    try:
+        batch = int(str(sink.get("batch.size", KAFKA_BATCH_SIZE)))
+        pool = int(str(sink.get("buffer.memory", KAFKA_BUFFER_MEMORY)))
+    except ValueError:  # the Java client's own check names it
+        return
+    if batch > 0 and pool // batch < per_stream:
+        keys = " and ".join(k for k in POOL_KEYS if k in props)
+        log.warning("%s: buffer.memory %d holds %d batches of batch.size %d, and each of the %d streams writes %d "
+                    "partitions, each wanting a batch of its own: sends will wait for room (with leader election "
+                    "at most max.block.ms, then the query restarts). Raise buffer.memory to %d, or remove %s so "
+                    "that mirrord sizes the pool for the partitions (docs/decisions.md §2)",
+                    flow.settings.producer.path.name, pool, pool // batch, batch, streams, per_stream,
+                    4 * per_stream * batch, keys)
+
+
 def java_writer(spark, flow: Flow, streams: int, partitions: int, identity: FlowIdentity | None = None):
     """The query's sink: an io.mirrord.sink.MirrorWriter for `streams` streams over `partitions` source partitions
     (the flow's at the start: each stream's producer is sized for its share), at least once, or exactly once
     under the flow's `identity` (exactly_once.py)."""
     s = flow.settings
     sized = not any(key in s.producer.properties for key in POOL_KEYS)
+    if not sized:
+        warn_pool_too_small(flow, streams, partitions)
     writer = spark._jvm.io.mirrord.sink.MirrorWriter
     common = (streams, partitions, sized, flow.offset_syncs_topic, s.offset_lag_max, flow.policy.target_prefix)
     if s.delivery == EXACTLY_ONCE:
