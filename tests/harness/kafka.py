@@ -65,7 +65,7 @@ def run_class(main: str, *args: str, timeout: float = 120, heap: str = "256m") -
 
 @dataclass
 class KafkaBroker:
-    """One single-node KRaft cluster. `start()` returns once it answers metadata requests."""
+    """One single-node KRaft cluster. `start()` returns once it answers metadata requests and says it started."""
 
     name: str
     workdir: Path
@@ -79,6 +79,7 @@ class KafkaBroker:
     tls: Tls | None = None  # an SSL listener, its key and certificate in PEM
     sasl_port: int = 0
     ssl_port: int = 0
+    _log_from: int = field(default=0, repr=False)  # the server log's size at the last launch
 
     @property
     def bootstrap(self) -> str:
@@ -158,6 +159,7 @@ class KafkaBroker:
 
     def launch(self) -> None:
         config = self._write_config()
+        self._log_from = self.log_file.stat().st_size if self.log_file.exists() else 0
         data = self.workdir / "data"
         if not (data / "meta.properties").exists():
             scram = [arg for name, password in self.scram_users.items()
@@ -188,12 +190,44 @@ class KafkaBroker:
                     socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                     admin = AdminClient({"bootstrap.servers": self.bootstrap})
                 md = admin.list_topics(timeout=2)
-                if md.brokers:
+                if md.brokers and self._started():
                     return
+            except RuntimeError:
+                raise
             except (OSError, Exception):  # noqa: BLE001 - not up yet; retried until the deadline
                 pass
             time.sleep(0.1)
         raise RuntimeError(f"broker {self.name} not ready after {timeout}s; see {self.log_file}")
+
+    def _started(self) -> bool:
+        """The broker says it started, since its last launch: one whose later listener could not bind its port
+        answers on PLAINTEXT for a moment, then shuts its sockets and may linger as a process."""
+        try:
+            with open(self.log_file, "rb") as log:
+                log.seek(self._log_from)
+                said = log.read()
+        except OSError:
+            return False
+        if b"Fatal error during broker startup" in said:
+            raise RuntimeError(f"broker {self.name} failed to start; see {self.log_file}")
+        return b"Kafka Server started" in said
+
+    def start_fresh(self, timeout: float = 90) -> None:
+        """The first start, launched already: the ports free_port() found free a moment before may have been taken
+        meanwhile (another lane's client connecting from an ephemeral port), so a broker that could not bind one is
+        started again on new ones, twice at most. Later starts (a bounced broker) keep their ports."""
+        for attempt in range(3):
+            try:
+                self.wait_ready(timeout)
+                return
+            except RuntimeError:
+                taken = "Address already in use" in self.log_file.read_text(errors="replace")
+                if attempt == 2 or not taken:
+                    raise
+            self.stop(kill=True)
+            self.log_file.rename(self.log_file.with_suffix(f".port-taken-{attempt}.log"))
+            self.port = self.controller_port = self.sasl_port = self.ssl_port = 0
+            self.launch()
 
     def stop(self, kill: bool = False) -> None:
         if not self.process or self.process.poll() is not None:
@@ -228,6 +262,6 @@ def start_pair(workdir: Path, jvm_options: list[str] | None = None) -> tuple[Kaf
     target = KafkaBroker("target", workdir / "target", scram_users=users, tls=tls, extra=AUTHORIZER, **options)
     source.launch()
     target.launch()
-    source.wait_ready()
-    target.wait_ready()
+    source.start_fresh()
+    target.start_fresh()
     return source, target
