@@ -79,6 +79,9 @@ class Confirmations:
 
 # -- the election ---------------------------------------------------------------------------------------------------
 EARLIER_FOREVER = float("inf")  # the earlier release's election was seen empty: never looked at again
+RECONNECT_BACKOFF_MAX_MS = 1000
+
+
 class Leadership:
     """This host's member of the election's group: assignment, revocation and the confirming commits, all in
     one thread of its own (rebalance and commit callbacks are served by its poll)."""
@@ -105,6 +108,9 @@ class Leadership:
         self._thread: threading.Thread | None = None
         self.client_id = identity.member_id()  # this host's member, in the group's description
         self._consumer = Consumer({
+            # after an outage librdkafka waits up to reconnect.backoff.max.ms (10 s) between tries: the election is
+            # rejoined within a second of the target's return instead, unless the target's properties say otherwise
+            "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
             **with_logger(dict(settings)),
             "client.id": self.client_id,
             "group.id": self.group,
