@@ -68,8 +68,7 @@ final class StreamProducers {
             return Long.MAX_VALUE;
         }
         long ms = Long.parseLong(delivery.trim());
-        return Math.max(MIN_QUEUED, ms / 1000 * QUEUED_PER_DELIVERY_SECOND
-                + ms % 1000 * QUEUED_PER_DELIVERY_SECOND / 1000);
+        return Math.max(MIN_QUEUED, ms * QUEUED_PER_DELIVERY_SECOND / 1000);  // no overflow below 2^31 ms
     }
 
     static int batchSize(int partitions) {

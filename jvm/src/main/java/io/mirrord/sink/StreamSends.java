@@ -110,8 +110,7 @@ final class StreamSends implements StreamSender {
     private void awaitRoom() {
         while (queued.get() > queueBound && failure == null) {
             LockSupport.parkNanos(WAIT_NANOS);
-            if (Thread.interrupted()) {
-                Thread.currentThread().interrupt();
+            if (Thread.currentThread().isInterrupted()) {  // the interrupt stays set for Spark to see
                 throw new InterruptException("waiting for the target's acknowledgements");
             }
         }
