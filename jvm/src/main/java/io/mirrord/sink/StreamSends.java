@@ -2,6 +2,7 @@ package io.mirrord.sink;
 
 import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
+import io.mirrord.log.WarnLimiter;
 import io.mirrord.metrics.StageClock;
 import io.mirrord.metrics.Stats;
 import java.time.Duration;
@@ -9,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import org.apache.kafka.clients.producer.BufferExhaustedException;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -16,6 +18,8 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.header.Headers;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One stream's sends at least once: a producer of the stream's own (idempotent, {@code acks=all}), each
@@ -24,13 +28,15 @@ import org.apache.kafka.common.header.Headers;
  * fails the task if any send failed, so Spark never commits a batch past a record the target does not hold;
  * a failed send also fails the task's next one. The sender stays with the stream while no send failed: what it
  * still has in flight when a task fails or the query stops is delivered, and counts. No more record bytes await
- * acknowledgement than {@link StreamProducers#queueBound} allows: a send past it waits for room first.
+ * acknowledgement than {@link StreamProducers#queueBound} allows: a send past it waits for room first; a record the
+ * producer's full pool refuses is sent again, in its place, when the pool has room.
  */
 final class StreamSends implements StreamSender {
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
     /** How often the delayed offset syncs (the last record of a run so far) are written. */
     static final long SYNCS_FLUSH_MS = 1000;
     private static final long WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final Logger log = LoggerFactory.getLogger(StreamSends.class);
     private final String id;
     private final Producer<byte[], byte[]> producer;
     private final OffsetSyncWriter syncs;  // null: no offset syncs
@@ -38,6 +44,7 @@ final class StreamSends implements StreamSender {
     private volatile KafkaException failure;  // the first send that failed
     private final long queueBound;  // bytes of records awaiting acknowledgement before a send waits
     private final AtomicLong queued = new AtomicLong();
+    private final WarnLimiter poolFullLines = new WarnLimiter(60_000);  // at most a line a minute
 
     /**
      * {@code syncsTopic} empty or null: no offset syncs; else they are written by a thread of their own
@@ -80,6 +87,26 @@ final class StreamSends implements StreamSender {
     @Override
     public void send(SourcePartition source, long offset, Long timestampMs, byte[] key, byte[] value,
                      Headers headers) {
+        admit(source);
+        long bytes = length(key) + length(value);
+        ProducerRecord<byte[], byte[]> record =
+                new ProducerRecord<>(source.target, source.partition, timestampMs, key, value, headers);
+        Delivery delivery = new Delivery(source, offset, source.incarnation.get(), bytes);
+        source.sending(bytes);
+        queued.addAndGet(bytes);
+        try {
+            while (!appended(record, delivery)) {
+                admit(source);  // an earlier send failed, or the lease lapsed, while the pool stayed full
+            }
+        } catch (RuntimeException e) {  // refused, no callback to come (an interrupt): nothing sent, nothing failed
+            source.notSent();
+            queued.addAndGet(-bytes);
+            throw e;
+        }
+    }
+
+    /** Throws an earlier send's failure; waits for room in the bound; throws once the lease lapsed. */
+    private void admit(SourcePartition source) {
         KafkaException failed = failure;
         if (failed != null) {
             throw failed;
@@ -90,17 +117,31 @@ final class StreamSends implements StreamSender {
         if (!Fence.open()) {
             throw new FencedError("not sent to " + source.target + ": this host's lease lapsed (fenced)");
         }
-        long bytes = length(key) + length(value);
-        source.sending(bytes);
-        queued.addAndGet(bytes);
-        try {
-            producer.send(new ProducerRecord<>(source.target, source.partition, timestampMs, key, value, headers),
-                    new Delivery(source, offset, source.incarnation.get(), bytes));
-        } catch (RuntimeException e) {  // refused, no callback to come (an interrupt): nothing sent, nothing failed
-            source.notSent();
-            queued.addAndGet(-bytes);
-            throw e;
+    }
+
+    /**
+     * Whether the producer took the record. A pool ({@code buffer.memory}) that stayed full of batches for
+     * {@code max.block.ms} refuses it before it is appended (in this thread): nothing was sent, so the record is
+     * sent again, in its place, once the batches in flight free the pool, not failed with a restart after it
+     * (docs/decisions.md §2). {@code max.block.ms} bounds each try, so the lease is looked at between them.
+     */
+    private boolean appended(ProducerRecord<byte[], byte[]> record, Delivery delivery) {
+        producer.send(record, delivery);
+        if (!delivery.exhausted) {
+            return true;
         }
+        delivery.exhausted = false;
+        long held = poolFullLines.admit();
+        if (held >= 0) {
+            log.warn("{}: the producer's buffer.memory stayed full of batches for max.block.ms; the stream waits "
+                    + "for the target's acknowledgements and sends on ({} more such waits since the last line; "
+                    + "a larger buffer.memory or a smaller batch.size in producer.properties waits less)", id, held);
+        }
+        LockSupport.parkNanos(WAIT_NANOS);  // a max.block.ms of 0 refuses at once: no busy loop
+        if (Thread.currentThread().isInterrupted()) {
+            throw new InterruptException("waiting for room in the producer's buffer.memory");
+        }
+        return false;
     }
 
     /**
@@ -174,6 +215,7 @@ final class StreamSends implements StreamSender {
         private final long offset;
         private final long readIn;  // the incarnation the record was read in, when it was sent
         private final long bytes;
+        private boolean exhausted;  // refused by a full pool, in the sending thread: nothing was sent
 
         Delivery(SourcePartition source, long offset, long readIn, long bytes) {
             this.source = source;
@@ -184,6 +226,10 @@ final class StreamSends implements StreamSender {
 
         @Override
         public void onCompletion(RecordMetadata metadata, Exception exception) {
+            if (exception instanceof BufferExhaustedException) {  // refused before the append, in send(): sent again
+                exhausted = true;
+                return;
+            }
             long latencyMs = Stats.NO_LATENCY;
             if (exception != null) {
                 Fence.guard();  // the I/O thread, before its turn's requests go out: a fenced JVM halts here

@@ -20,8 +20,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class SendsFixture {
     public static final String SOURCE = "orders";
     public static final String TARGET = "src.orders";
-    public final MockProducer<byte[], byte[]> producer = new MockProducer<>(target(), false, null,
-            new ByteArraySerializer(), new ByteArraySerializer());
+    public final MockProducer<byte[], byte[]> producer;
     final StreamSends sends;
 
     public SendsFixture(Stats stats) {
@@ -30,6 +29,13 @@ public final class SendsFixture {
 
     /** {@code queueBound}: the bytes awaiting acknowledgement past which a send waits (each record is 3 bytes). */
     SendsFixture(Stats stats, long queueBound) {
+        this(stats, queueBound, new MockProducer<>(target(), false, null, new ByteArraySerializer(),
+                new ByteArraySerializer()));
+    }
+
+    /** On {@code producer}, a {@link MockProducer} of {@link #target()} that completes nothing by itself. */
+    SendsFixture(Stats stats, long queueBound, MockProducer<byte[], byte[]> producer) {
+        this.producer = producer;
         sends = new StreamSends("at-least-once-0", producer, OffsetSyncWriterTest.SYNCS, 100, 1000, stats, "src.",
                 false, queueBound);
     }
