@@ -253,9 +253,14 @@ class Mirrord(Contender):
         return f"bench-mirrord-{run.id}"
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        own = {k: v for k, v in self.conf.items() if not k.startswith(("consumer.", "producer."))}
+        extra = {side: {k.removeprefix(side): v for k, v in self.conf.items() if k.startswith(side)}
+                 for side in ("consumer.", "producer.")}
         consumer = properties(run.workdir / "consumer.properties", {
-            "bootstrap.servers": ctx.source, "group.id": self.group(run), "auto.offset.reset": "earliest"})
-        producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER})
+            "bootstrap.servers": ctx.source, "group.id": self.group(run), "auto.offset.reset": "earliest",
+            **extra["consumer."]})
+        producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER,
+                                                                    **extra["producer."]})
         settings = {  # absolute: a mirrord.conf's relative paths are its directory's
             "consumer.config": str(consumer.resolve()), "producer.config": str(producer.resolve()),
             "whitelist": run.pattern, "num.streams": str(ctx.streams),
@@ -267,10 +272,10 @@ class Mirrord(Contender):
         if run.follow:  # a stream: where its records' milliseconds go (bench.stages)
             stages = f"-Dmirrord.stages={(run.workdir / STAGES).resolve()}"
             env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {stages}".strip()
-        if not self.conf and not self.sections:
+        if not own and not self.sections:
             return [mirrord, *[a for k, v in settings.items() for a in (f"--{k}", v)]], env
         conf = run.workdir / "mirrord.conf"
-        conf.write_text("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in {**settings, **self.conf}.items())
+        conf.write_text("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in {**settings, **own}.items())
                         + self.sections)
         return [mirrord, "--config", str(conf)], env
 
@@ -278,7 +283,8 @@ class Mirrord(Contender):
 def all_contenders() -> list[Contender]:
     """Every contender, in the order they run; mirrord's extra modes come from BENCH_MIRRORD_MODES.
 
-    BENCH_MIRRORD_MODES is `name:key=value,key=value;name2:...`, each a mirrord.conf [mirrord] variant."""
+    BENCH_MIRRORD_MODES is `name:key=value,key=value;name2:...`, each a mirrord.conf [mirrord] variant; keys
+    `consumer.X` and `producer.X` go to its consumer.properties and producer.properties as X."""
     out: list[Contender] = [MirrorMaker2(), MirrorMaker2(name="mm2-streams", tasks="streams",
                                                          label="MirrorMaker 2 (dedicated, 4.2.0, tasks.max = streams)"),
                             Mirrord(),

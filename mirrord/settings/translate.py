@@ -43,6 +43,11 @@ class JaasLogin:
 # Aborted transactions are not data: the Java consumer's default (read_uncommitted) would mirror them as
 # committed records (KAFKA-14021). consumer.properties may still say read_uncommitted.
 SOURCE_ISOLATION = "read_committed"
+# A fetch answered at its first byte (the Java consumer's fetch.min.bytes 1) made each stream's consumer ask the source
+# thousands of times a second for a few records each on a fast network, costing the source's brokers and mirrord
+# CPU; the broker holds a fetch up to 10 ms for 64 KiB instead (docs/decisions.md §9). A file that sets either key
+# keeps the Java consumer's default for the other.
+SOURCE_FETCH = {"fetch.min.bytes": "65536", "fetch.max.wait.ms": "10"}
 
 
 def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
@@ -78,6 +83,8 @@ def consumer_to_spark(cfg: ClientConfig) -> SourceOptions:
         else:
             options[f"kafka.{key}"] = value
     options.setdefault("kafka.isolation.level", SOURCE_ISOLATION)
+    if not SOURCE_FETCH.keys() & cfg.properties.keys():
+        options.update({f"kafka.{key}": value for key, value in SOURCE_FETCH.items()})
     return SourceOptions(options, starting, ignored)
 
 

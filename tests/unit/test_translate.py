@@ -18,7 +18,17 @@ def test_consumer_properties_become_spark_source_options():
                                    "enable.auto.commit": "false", "exclude.internal.topics": "true"}))
     assert src.starting == "latest"
     assert src.spark_options == {"kafka.bootstrap.servers": "b:9092", "kafka.security.protocol": "SASL_SSL",
-                                 "kafka.isolation.level": "read_committed"}
+                                 "kafka.isolation.level": "read_committed", "kafka.fetch.min.bytes": "65536",
+                                 "kafka.fetch.max.wait.ms": "10"}
+
+
+@pytest.mark.parametrize("own", [{"fetch.min.bytes": "1"}, {"fetch.max.wait.ms": "500"}])
+def test_a_fetch_waits_up_to_10_ms_for_64_kib_unless_consumer_properties_set_either_key(own):
+    """A fetch answered at its first byte made thousands of fetches a second (docs/decisions.md §9); a file that
+    sets either key keeps the Java consumer's default for the other: never 64 KiB waited for 500 ms."""
+    options = consumer_to_spark(cfg(**own)).spark_options
+    fetch = {key: value for key, value in options.items() if key.startswith("kafka.fetch.")}
+    assert fetch == {f"kafka.{key}": value for key, value in own.items()}
 
 
 def test_the_source_is_read_committed_unless_consumer_properties_say_otherwise():
