@@ -96,7 +96,7 @@ final class StreamSends implements StreamSender {
         queued.addAndGet(bytes);
         try {
             while (!appended(record, delivery)) {
-                admit(source);  // an earlier send failed, or the lease lapsed, while the pool stayed full
+                throwIfFailedOrFenced(source);  // while the pool stayed full (its bytes count already: no awaitRoom)
             }
         } catch (RuntimeException e) {  // refused, no callback to come (an interrupt): nothing sent, nothing failed
             source.notSent();
@@ -107,12 +107,16 @@ final class StreamSends implements StreamSender {
 
     /** Throws an earlier send's failure; waits for room in the bound; throws once the lease lapsed. */
     private void admit(SourcePartition source) {
+        if (queued.get() > queueBound) {
+            awaitRoom();  // before the lease is looked at: it may lapse meanwhile
+        }
+        throwIfFailedOrFenced(source);
+    }
+
+    private void throwIfFailedOrFenced(SourcePartition source) {
         KafkaException failed = failure;
         if (failed != null) {
             throw failed;
-        }
-        if (queued.get() > queueBound) {
-            awaitRoom();  // before the lease is looked at: it may lapse meanwhile
         }
         if (!Fence.open()) {
             throw new FencedError("not sent to " + source.target + ": this host's lease lapsed (fenced)");

@@ -1,0 +1,46 @@
+"""A producer.properties whose pool (`buffer.memory`) holds fewer batches than the partitions a stream writes, while
+the target is slow to acknowledge: the pool stays full past `max.block.ms` (1 s under the default election), and
+Kafka's producer refuses the next record before appending it. The stream waits for room and sends it again, in its
+place: no query restart, every record once and in order (docs/decisions.md §2)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from tests.harness.mirrord import Mirrord, write_flow
+from tests.harness.records import Trickle, count, create_topic, wait_until
+from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
+
+PAUSE = 2.5  # seconds the target's broker is stopped: past the 1 s max.block.ms, within the 3 s delivery timeout
+
+
+def test_a_pool_full_past_max_block_ms_is_waited_out_without_a_restart_or_a_duplicate(bounced_pair, unique, tmp_path):
+    source, target = bounced_pair
+    topic, group = unique("full-pool"), unique("full-pool-group")
+    create_topic(source.bootstrap, topic, 8)
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
+                        # four batches of 256 KiB for a stream's four partitions: those in flight hold them
+                        producer={"batch.size": "262144", "buffer.memory": "1048576"})
+    daemon = Mirrord(config).start()
+    trickle = Trickle(source.bootstrap, topic, 8, total=6_000, rate=500)
+    try:
+        daemon.wait_ready()
+        trickle.start()
+        wait_until(lambda: count(target.bootstrap, topic) > 500, 60, "mirrord copying")
+        os.kill(target.process.pid, signal.SIGSTOP)  # nothing acknowledged: the batches in flight keep the pool
+        try:
+            time.sleep(PAUSE)
+        finally:
+            os.kill(target.process.pid, signal.SIGCONT)
+        trickle.join()
+        wait_all_mirrored(source.bootstrap, topic, group)
+        output = daemon.output()
+        assert "buffer.memory stayed full of batches for max.block.ms" in output, output[-3000:]
+        assert "streaming query stopped" not in output, output[-3000:]
+        assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) == 0, "records copied twice"
+        assert daemon.stop() == 0
+    finally:
+        trickle.stop()
+        daemon.stop()
