@@ -126,7 +126,7 @@ public final class GroupCommitter {
                 }
             }
             long now = clock.getAsLong();
-            if (now - idsAt >= IDS_EVERY_MS) {
+            if (now - idsAt >= IDS_EVERY_MS || positions.takeIdsWanted()) {  // after a read from start: at once
                 idsAt = now;
                 refreshIds();
             }

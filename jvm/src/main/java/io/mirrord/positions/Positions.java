@@ -38,6 +38,7 @@ public final class Positions {
 
     private final Map<TopicPartition, Entry> entries = new HashMap<>();  // guarded by this
     private final Map<String, String> ids = new HashMap<>();  // each source topic's id as last asked; guarded by this
+    private boolean idsWanted;  // partitions read from their start since the last look at the ids; guarded by this
 
     static final class Entry {
         long incarnation;
@@ -130,6 +131,7 @@ public final class Positions {
      * incarnation it is a position in (a resume trusts a commit without an id only where it is ahead).
      */
     public synchronized void readFromStart(Collection<TopicPartition> partitions) {
+        idsWanted |= !partitions.isEmpty();
         for (TopicPartition tp : partitions) {
             Entry e = entry(tp);
             e.incarnation++;
@@ -139,6 +141,17 @@ public final class Positions {
             e.rewound = false;
             e.deletedAt = -1;
         }
+    }
+
+    /**
+     * Whether partitions were read from their start since the last call: their topics' ids are to be asked for
+     * now, not at the next regular look. Until then the id the owner sees next is taken as theirs, so a topic
+     * recreated meanwhile (in the first seconds of a query, say) would not be seen as recreated.
+     */
+    public synchronized boolean takeIdsWanted() {
+        boolean wanted = idsWanted;
+        idsWanted = false;
+        return wanted;
     }
 
     /** The ids known of these partitions' topics (a batch's plan carries them to its tasks). */

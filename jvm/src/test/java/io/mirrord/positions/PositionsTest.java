@@ -1,6 +1,7 @@
 package io.mirrord.positions;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -123,6 +124,17 @@ class PositionsTest {
         assertTrue(positions.uncommitted().isEmpty());  // ...once the owner asked the id of what it reads now
         positions.topicIds(Map.of("orders", "new"));
         assertEquals(new OffsetAndMetadata(500, "mirrord topic-id=new\0"), positions.uncommitted().get(TP));
+    }
+
+    @Test
+    void partitionsReadFromTheirStartHaveTheirTopicsIdsAskedForAtOnceNotAtTheNextRegularLook() {
+        Positions positions = new Positions();
+        assertFalse(positions.takeIdsWanted());
+        positions.readFromStart(List.of(TP));  // a query's first batch: until the id is asked, the next one is theirs
+        assertTrue(positions.takeIdsWanted());
+        assertFalse(positions.takeIdsWanted(), "asked once");
+        positions.readFromStart(List.of());
+        assertFalse(positions.takeIdsWanted());
     }
 
     @Test
