@@ -29,6 +29,9 @@ def test_a_pool_full_past_max_block_ms_is_waited_out_without_a_restart_or_a_dupl
         daemon.wait_ready()
         trickle.start()
         wait_until(lambda: count(target.bootstrap, topic) > 500, 60, "mirrord copying")
+        # every topic the writer sends to is known to its producer before the pause: a first send's metadata wait
+        # is another refusal, not this test's
+        wait_until(lambda: count(target.bootstrap, "heartbeats") > 0, 60, "the heartbeats copied")
         os.kill(target.process.pid, signal.SIGSTOP)  # nothing acknowledged: the batches in flight keep the pool
         try:
             time.sleep(PAUSE)
