@@ -1,7 +1,9 @@
 """A producer.properties whose pool (`buffer.memory`) holds fewer batches than the partitions a stream writes, while
 the target is slow to acknowledge: the pool stays full past `max.block.ms` (1 s under the default election), and
-Kafka's producer refuses the next record before appending it. The stream waits for room and sends it again, in its
-place: no query restart, every record once and in order (docs/decisions.md §2)."""
+Kafka's producer refuses the next record before appending it. Likewise a first record for a topic the producer has
+not sent to yet while the target is stopped: no metadata within `max.block.ms`, refused before the append. The stream
+waits and sends the record again, in its place: no query restart, every record once and in order
+(docs/decisions.md §2)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import signal
 import time
 
 from tests.harness.mirrord import Mirrord, write_flow
-from tests.harness.records import Trickle, count, create_topic, wait_until
+from tests.harness.records import Trickle, count, create_topic, produce, topic_partitions, wait_until
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
 
 PAUSE = 2.5  # seconds the target's broker is stopped: past the 1 s max.block.ms, within the 3 s delivery timeout
@@ -19,8 +21,10 @@ PAUSE = 2.5  # seconds the target's broker is stopped: past the 1 s max.block.ms
 def test_a_pool_full_past_max_block_ms_is_waited_out_without_a_restart_or_a_duplicate(bounced_pair, unique, tmp_path):
     source, target = bounced_pair
     topic, group = unique("full-pool"), unique("full-pool-group")
+    quiet = f"{topic}-quiet"  # no record until the second pause: the producer has no metadata for it
     create_topic(source.bootstrap, topic, 8)
-    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
+    create_topic(source.bootstrap, quiet, 1)
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, f"{topic}|{quiet}", group=group,
                         # four batches of 256 KiB for a stream's four partitions: those in flight hold them
                         producer={"batch.size": "262144", "buffer.memory": "1048576"})
     daemon = Mirrord(config).start()
@@ -32,18 +36,33 @@ def test_a_pool_full_past_max_block_ms_is_waited_out_without_a_restart_or_a_dupl
         # every topic the writer sends to is known to its producer before the pause: a first send's metadata wait
         # is another refusal, not this test's
         wait_until(lambda: count(target.bootstrap, "heartbeats") > 0, 60, "the heartbeats copied")
-        os.kill(target.process.pid, signal.SIGSTOP)  # nothing acknowledged: the batches in flight keep the pool
-        try:
-            time.sleep(PAUSE)
-        finally:
-            os.kill(target.process.pid, signal.SIGCONT)
+        wait_until(lambda: topic_partitions(target.bootstrap, quiet) == 1, 60, f"{quiet} created on the target")
+        pause(target)  # nothing acknowledged: the batches in flight keep the pool
         trickle.join()
         wait_all_mirrored(source.bootstrap, topic, group)
+        assert "buffer.memory stayed full of batches for max.block.ms" in daemon.output(), daemon.output()[-3000:]
+
+        pause(target, lambda: produce(source.bootstrap, quiet, [
+            {"partition": 0, "key": f"k{i}".encode(), "value": f"v{i}".encode(), "headers": [("h", b"x")],
+             "timestamp": 1_700_000_000_000 + i} for i in range(20)]))
+        wait_all_mirrored(source.bootstrap, quiet, group)
         output = daemon.output()
-        assert "buffer.memory stayed full of batches for max.block.ms" in output, output[-3000:]
+        assert f"the producer refused a record before sending it (Topic {quiet} not present in metadata" in output, \
+            output[-3000:]
         assert "streaming query stopped" not in output, output[-3000:]
         assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) == 0, "records copied twice"
+        assert assert_nothing_lost(source.bootstrap, target.bootstrap, quiet) == 0, "records copied twice"
         assert daemon.stop() == 0
     finally:
         trickle.stop()
         daemon.stop()
+
+
+def pause(target, meanwhile=lambda: None) -> None:
+    """The target's broker stopped for PAUSE seconds; `meanwhile` runs once it is."""
+    os.kill(target.process.pid, signal.SIGSTOP)
+    try:
+        meanwhile()
+        time.sleep(PAUSE)
+    finally:
+        os.kill(target.process.pid, signal.SIGCONT)

@@ -17,6 +17,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.header.Headers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -29,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * a failed send also fails the task's next one. The sender stays with the stream while no send failed: what it
  * still has in flight when a task fails or the query stops is delivered, and counts. No more record bytes await
  * acknowledgement than {@link StreamProducers#queueBound} allows: a send past it waits for room first; a record the
- * producer's full pool refuses is sent again, in its place, when the pool has room.
+ * producer refuses before appending it (a full pool, a topic's metadata not come) is sent again, in its place.
  */
 final class StreamSends implements StreamSender {
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
@@ -45,6 +46,7 @@ final class StreamSends implements StreamSender {
     private final long queueBound;  // bytes of records awaiting acknowledgement before a send waits
     private final AtomicLong queued = new AtomicLong();
     private final WarnLimiter poolFullLines = new WarnLimiter(60_000);  // at most a line a minute
+    private final WarnLimiter refusedLines = new WarnLimiter(60_000);  // metadata not come: a line a minute
 
     /**
      * {@code syncsTopic} empty or null: no offset syncs; else they are written by a thread of their own
@@ -125,25 +127,41 @@ final class StreamSends implements StreamSender {
 
     /**
      * Whether the producer took the record. A pool ({@code buffer.memory}) that stayed full of batches for
-     * {@code max.block.ms} refuses it before it is appended (in this thread): nothing was sent, so the record is
-     * sent again, in its place, once the batches in flight free the pool, not failed with a restart after it
-     * (docs/decisions.md §2). {@code max.block.ms} bounds each try, so the lease is looked at between them.
+     * {@code max.block.ms}, or a target topic or partition not in the producer's metadata within it (a first send to a
+     * topic while the target is stalled), refuses the record before it is appended, in this thread: nothing was sent,
+     * so the record is sent again, in its place, once the pool has room or the metadata came, not failed with a
+     * restart after it (docs/decisions.md §2). {@code max.block.ms} bounds each try, so the lease is looked at between
+     * them.
      */
     private boolean appended(ProducerRecord<byte[], byte[]> record, Delivery delivery) {
-        producer.send(record, delivery);
-        if (!delivery.exhausted) {
+        delivery.sending = Thread.currentThread();
+        try {
+            producer.send(record, delivery);
+        } finally {
+            delivery.sending = null;
+        }
+        TimeoutException refused = delivery.refused;
+        if (refused == null) {
             return true;
         }
-        delivery.exhausted = false;
-        long held = poolFullLines.admit();
-        if (held >= 0) {
-            log.warn("{}: the producer's buffer.memory stayed full of batches for max.block.ms; the stream waits "
-                    + "for the target's acknowledgements and sends on ({} more such waits since the last line; "
-                    + "a larger buffer.memory or a smaller batch.size in producer.properties waits less)", id, held);
+        delivery.refused = null;
+        if (refused instanceof BufferExhaustedException) {
+            long held = poolFullLines.admit();
+            if (held >= 0) {
+                log.warn("{}: the producer's buffer.memory stayed full of batches for max.block.ms; the stream waits "
+                        + "for the target's acknowledgements and sends on ({} more such waits since the last line; "
+                        + "a larger buffer.memory or a smaller batch.size in producer.properties waits less)", id, held);
+            }
+        } else {
+            long held = refusedLines.admit();
+            if (held >= 0) {
+                log.warn("{}: the producer refused a record before sending it ({}); the stream sends it again once the "
+                        + "target answers ({} more such waits since the last line)", id, refused.getMessage(), held);
+            }
         }
         LockSupport.parkNanos(WAIT_NANOS);  // a max.block.ms of 0 refuses at once: no busy loop
         if (Thread.currentThread().isInterrupted()) {
-            throw new InterruptException("waiting for room in the producer's buffer.memory");
+            throw new InterruptException("waiting to send a record the producer refused: " + refused.getMessage());
         }
         return false;
     }
@@ -219,7 +237,8 @@ final class StreamSends implements StreamSender {
         private final long offset;
         private final long readIn;  // the incarnation the record was read in, when it was sent
         private final long bytes;
-        private boolean exhausted;  // refused by a full pool, in the sending thread: nothing was sent
+        private Thread sending;  // the thread in producer.send(record, this), while it is in it
+        private TimeoutException refused;  // refused before the append, in the sending thread: nothing was sent
 
         Delivery(SourcePartition source, long offset, long readIn, long bytes) {
             this.source = source;
@@ -230,8 +249,8 @@ final class StreamSends implements StreamSender {
 
         @Override
         public void onCompletion(RecordMetadata metadata, Exception exception) {
-            if (exception instanceof BufferExhaustedException) {  // refused before the append, in send(): sent again
-                exhausted = true;
+            if (exception instanceof TimeoutException t && sending == Thread.currentThread()) {
+                refused = t;  // a full pool or no metadata within max.block.ms, before the append: sent again
                 return;
             }
             long latencyMs = Stats.NO_LATENCY;

@@ -16,18 +16,25 @@ import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
- * A producer whose pool ({@code buffer.memory}) stayed full of batches for {@code max.block.ms} refuses a record before
- * appending it, as KafkaProducer does: through its callback, in the sending thread. Nothing was sent, so the stream
+ * A producer whose pool ({@code buffer.memory}) stayed full of batches for {@code max.block.ms}, or that got no metadata
+ * for the record's topic within it, refuses a record before appending it, as KafkaProducer does: through its callback,
+ * in the sending thread, inside {@code send}. Nothing was sent, so the stream
  * sends the record again, in its place, and neither fails nor restarts (docs/decisions.md §2).
  */
 class FullPoolTest {
-    /** Refuses the next {@code refusals} records as a full pool does; then a MockProducer's send. */
+    /**
+     * Refuses the next {@code refusals} records as a full pool does (or, with {@link #metadata}, as a producer that got
+     * no metadata for the target topic within {@code max.block.ms}); then a MockProducer's send.
+     */
     static final class FullPool extends MockProducer<byte[], byte[]> {
         final AtomicInteger refusals = new AtomicInteger();
+        boolean metadata;
 
         FullPool() {
             super(SendsFixture.target(), false, null, new ByteArraySerializer(), new ByteArraySerializer());
@@ -36,8 +43,10 @@ class FullPoolTest {
         @Override
         public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> record, Callback callback) {
             if (record.topic().equals(SendsFixture.TARGET) && refusals.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                BufferExhaustedException full = new BufferExhaustedException("Failed to allocate 262144 bytes within "
-                        + "the configured max blocking time 1000 ms");
+                TimeoutException full = metadata
+                        ? new TimeoutException("Topic " + record.topic() + " not present in metadata after 1000 ms.")
+                        : new BufferExhaustedException("Failed to allocate 262144 bytes within the configured max "
+                                + "blocking time 1000 ms");
                 callback.onCompletion(null, full);
                 return CompletableFuture.failedFuture(full);
             }
@@ -47,7 +56,17 @@ class FullPoolTest {
 
     @Test
     void aRecordTheFullPoolRefusedIsSentAgainInItsPlaceAndItsPositionMovesWhenAcknowledged() {
-        FullPool pool = new FullPool();
+        refusedAndSentAgain(new FullPool());
+    }
+
+    @Test
+    void aRecordRefusedForWantOfTheTopicsMetadataIsSentAgainInItsPlace() {
+        FullPool noMetadata = new FullPool();
+        noMetadata.metadata = true;
+        refusedAndSentAgain(noMetadata);
+    }
+
+    private static void refusedAndSentAgain(FullPool pool) {
         Stats stats = new Stats();
         SendsFixture f = new SendsFixture(stats, Long.MAX_VALUE, pool);
         f.send(0, 0);
@@ -71,6 +90,7 @@ class FullPoolTest {
     }
 
     @Test
+    @Timeout(10)  // a failure taken for a refusal would retry for ever
     void anEarlierFailureEndsTheRetries() {
         FullPool pool = new FullPool();
         SendsFixture f = new SendsFixture(new Stats(), Long.MAX_VALUE, pool);
