@@ -37,7 +37,7 @@ def assert_exactly_once(source: str, target: str, topic: str) -> int:
     return sum(len(r) for r in src.values())
 
 
-POINTS = ("open", "commit", "boundary", "init")  # io.mirrord.sink.HoldPoint
+POINTS = ("open", "commit", "boundary", "init")  # io.mirrord.log.HoldPoint
 
 
 @pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])

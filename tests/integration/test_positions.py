@@ -5,6 +5,8 @@ on the target; the source group's commits come from the JVM and name the topic's
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 
 import pytest
@@ -216,6 +218,51 @@ def test_a_topic_recreated_in_seconds_under_a_running_mirrord_is_copied_whole(
         assert all(fields[0] == int(fields[1].split(b"-")[1][1:]) for fields in got)  # each in its partition
         lost = metric_value(host.metrics(), "mirrord_records_lost_total", topic=topic)
         assert not lost, f"{lost} records counted lost, none were"
+        assert host.stop() == 0, host.output()[-3000:]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- mirrord's log:\n{host.output()[-5000:]}") from None
+    finally:
+        host.stop()
+
+
+def test_a_topic_recreated_before_the_owner_first_asked_its_id_is_copied_whole(kafka_pair, unique, tmp_path):
+    """The window the test above once fell into: a topic read from its start is recreated before the positions'
+    owner first asks the source for its id (held here at that point: MIRRORD_TEST_HOLD_AT=ids; mirrord's JVM stopped
+while the topic is deleted, recreated and refilled). The id is asked for
+    as the batch is planned, before its first offsets are (docs/decisions.md §10), so the owner's look sees a new id,
+    not the topic's first one, and the new topic is read from its start: every record of it reaches the target. (When
+    the owner took the next id it saw as the reading's, the stream read on at the old offsets: half lost.)"""
+    source, target = kafka_pair
+    topic, group = unique("recreated-early"), unique("recreated-early-group")
+    partitions = 4
+    create_topic(source.bootstrap, topic, partitions)
+    produce(source.bootstrap, topic, tagged("old", partitions, 500))
+    config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group)
+    release = tmp_path / "release"
+    host = Mirrord(config, env={"MIRRORD_TEST_HOLD_AT": "ids", "MIRRORD_TEST_HOLD_UNTIL": str(release)})
+    try:
+        host.start()
+        wait_until(lambda: "mirrord test hold: ids" in host.output(), 120, "the owner held before its first look")
+        wait_until(lambda: sum(map(len, read_all(target.bootstrap, topic).values())) >= partitions * 500, 120,
+                   "the old topic copied")
+        jvm = host.jvm_pid()
+        os.kill(jvm, signal.SIGSTOP)  # the streams too: none sees the topic missing or short, the owner alone can tell
+        try:
+            admin = AdminClient({"bootstrap.servers": source.bootstrap})
+            admin.delete_topics([topic])[topic].result()
+            wait_until(lambda: topic_partitions(source.bootstrap, topic) == 0, 30, "the old topic gone")
+            refill(source.bootstrap, topic, partitions, tagged("new", partitions, 1000))  # past the old offsets
+        finally:
+            os.kill(jvm, signal.SIGCONT)
+        release.touch()
+        new = {r.fields() for records in read_all(source.bootstrap, topic).values() for r in records}
+
+        def copied() -> set:
+            return new & {r.fields() for records in read_all(target.bootstrap, topic).values() for r in records}
+        with contextlib.suppress(AssertionError):
+            wait_until(lambda: copied() == new, 60, "every record of the new topic on the target")
+        assert copied() == new, f"{len(new - copied())} of the new topic's {len(new)} records never copied"
+        assert "was recreated on the source" in host.output()
         assert host.stop() == 0, host.output()[-3000:]
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- mirrord's log:\n{host.output()[-5000:]}") from None

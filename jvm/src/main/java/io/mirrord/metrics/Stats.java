@@ -1,5 +1,6 @@
 package io.mirrord.metrics;
 
+import io.mirrord.log.JsonText;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -134,7 +135,7 @@ public final class Stats {
     public String takeLostJson() {
         StringBuilder json = new StringBuilder("[");
         for (Lost range; (range = lost.poll()) != null; ) {
-            StatsJson.appendString(json.append(json.length() > 1 ? ",[" : "["), range.topic());
+            JsonText.appendString(json.append(json.length() > 1 ? ",[" : "["), range.topic());
             json.append(',').append(range.partition()).append(',').append(range.from()).append(',').append(range.to()).append(']');
         }
         return json.append(']').toString();

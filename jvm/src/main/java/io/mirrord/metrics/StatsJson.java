@@ -1,5 +1,6 @@
 package io.mirrord.metrics;
 
+import io.mirrord.log.JsonText;
 import java.math.BigDecimal;
 import java.util.Locale;
 import java.util.Map;
@@ -22,7 +23,7 @@ final class StatsJson {
         String separator = "";
         for (Map.Entry<String, Stats.Topic> e : new TreeMap<>(stats.topics).entrySet()) {
             json.append(separator);
-            appendString(json, e.getKey());
+            JsonText.appendString(json, e.getKey());
             json.append(":{\"records\":").append(e.getValue().records.sum())
                     .append(",\"bytes\":").append(e.getValue().bytes.sum()).append('}');
             separator = ",";
@@ -31,11 +32,11 @@ final class StatsJson {
         separator = "";
         for (Map.Entry<String, Map<String, LongAdder>> t : new TreeMap<>(stats.filtered).entrySet()) {
             json.append(separator);
-            appendString(json, t.getKey());
+            JsonText.appendString(json, t.getKey());
             String inner = ":{";
             for (Map.Entry<String, LongAdder> e : new TreeMap<>(t.getValue()).entrySet()) {
                 json.append(inner);
-                appendString(json, e.getKey());
+                JsonText.appendString(json, e.getKey());
                 json.append(':').append(e.getValue().sum());
                 inner = ",";
             }
@@ -66,7 +67,7 @@ final class StatsJson {
                 }
                 if (inner.equals(":{")) {
                     json.append(separator);
-                    appendString(json, t.getKey());
+                    JsonText.appendString(json, t.getKey());
                     separator = ",";
                 }
                 json.append(inner).append('"').append(e.getKey()).append("\":").append(next);
@@ -77,27 +78,5 @@ final class StatsJson {
             }
         }
         return json.append("}}").toString();
-    }
-
-    static void appendString(StringBuilder json, String s) {
-        json.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> json.append("\\\"");
-                case '\\' -> json.append("\\\\");
-                case '\n' -> json.append("\\n");
-                case '\r' -> json.append("\\r");
-                case '\t' -> json.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        json.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-                    } else {
-                        json.append(c);
-                    }
-                }
-            }
-        }
-        json.append('"');
     }
 }

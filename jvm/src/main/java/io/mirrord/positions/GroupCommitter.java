@@ -1,6 +1,7 @@
 package io.mirrord.positions;
 
 import io.mirrord.fencing.Fence;
+import io.mirrord.log.HoldPoint;
 import io.mirrord.log.WarnLimiter;
 import java.time.Duration;
 import java.util.Collection;
@@ -128,6 +129,9 @@ public final class GroupCommitter {
             long now = clock.getAsLong();
             if (now - idsAt >= IDS_EVERY_MS || positions.takeIdsWanted()) {  // after a read from start: at once
                 idsAt = now;
+                if (!positions.topics().isEmpty()) {
+                    HoldPoint.reach("ids");
+                }
                 refreshIds();
             }
             commit();
@@ -196,8 +200,32 @@ public final class GroupCommitter {
         if (topics.isEmpty()) {
             return;
         }
-        Map<String, String> ids = new HashMap<>();
         Set<String> gone = new HashSet<>();
+        positions.topicIds(describe(topics, gone));
+        positions.deleted(gone, System.currentTimeMillis());
+    }
+
+    /**
+     * The ids of those of {@code topics} the source names now, asked on the running committer's admin client, from
+     * the caller's thread; empty when no committer runs or the source does not answer (within 5 s a topic). A batch
+     * that reads partitions from their start asks before their first offsets (docs/decisions.md §10).
+     */
+    public static Map<String, String> topicIdsNow(Collection<String> topics) {
+        GroupCommitter committer;
+        synchronized (GroupCommitter.class) {
+            committer = running;
+        }
+        if (committer == null || topics.isEmpty()) {
+            return Map.of();
+        }
+        synchronized (committer) {
+            return committer.describe(topics, new HashSet<>());
+        }
+    }
+
+    /** The ids of {@code topics}; those the source says do not exist are added to {@code gone}. */
+    private Map<String, String> describe(Collection<String> topics, Set<String> gone) {
+        Map<String, String> ids = new HashMap<>();
         try {
             Map<String, KafkaFuture<TopicDescription>> found = admin().describeTopics(TopicCollection.ofTopicNames(topics))
                     .topicNameValues();
@@ -209,14 +237,17 @@ public final class GroupCommitter {
                         gone.add(e.getKey());  // deleted: nothing of it is committed any more
                     }
                 } catch (InterruptedException | TimeoutException failed) {
+                    if (failed instanceof InterruptedException) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
                     log.debug("no id for topic {} now: {}", e.getKey(), failed.toString());
                 }
             }
         } catch (RuntimeException e) {
             warn("cannot ask the source for its topics' ids", e);
         }
-        positions.topicIds(ids);
-        positions.deleted(gone, System.currentTimeMillis());
+        return ids;
     }
 
     private KafkaConsumer<byte[], byte[]> consumer() {

@@ -1,9 +1,9 @@
 package io.mirrord.positions;
 
+import io.mirrord.log.JsonText;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -123,14 +123,13 @@ public final class Positions {
     }
 
     /**
-     * These partitions are read from their start now, in whatever incarnation their topic has now (new
-     * partitions, partitions planned again from their start, partitions a reader found recreated under it and
-     * read again from its start): a new incarnation with its position unknown until a batch planned in it is
-     * acknowledged, and the topic's next id is taken as theirs, not as a recreation (which would read them from
-     * their start once more); nothing is committed for them before that id is known, so every commit names the
-     * incarnation it is a position in (a resume trusts a commit without an id only where it is ahead).
+     * These partitions are read from their start now, in whatever incarnation their topic has now (new, planned
+     * again from their start, or found recreated by a reader): a new incarnation, position unknown until a batch
+     * planned in it is acknowledged. A topic whose id is not in {@code ids} (asked before the first offsets:
+     * {@link #idsAsked}) takes the owner's next id as this reading's, not as a recreation, and nothing is committed
+     * before then: every commit names its incarnation (a resume trusts one without an id only where it is ahead).
      */
-    public synchronized void readFromStart(Collection<TopicPartition> partitions) {
+    public synchronized void readFromStart(Collection<TopicPartition> partitions, Map<String, String> ids) {
         idsWanted |= !partitions.isEmpty();
         for (TopicPartition tp : partitions) {
             Entry e = entry(tp);
@@ -141,6 +140,35 @@ public final class Positions {
             e.rewound = false;
             e.deletedAt = -1;
         }
+        idsAsked(partitions, ids);
+    }
+
+    /**
+     * The ids of these partitions' topics, asked for before a batch planned their offsets: a topic recreated since
+     * is seen by its new id at the owner's next look, not taken for the first (docs/decisions.md §10).
+     */
+    public synchronized void idsAsked(Collection<TopicPartition> partitions, Map<String, String> asked) {
+        for (TopicPartition tp : partitions) {
+            String id = asked.get(tp.topic());
+            Entry e = entry(tp);
+            if (id != null && (e.topicId == null || e.adopting)) {
+                e.topicId = id;
+                e.adopting = false;
+                ids.put(tp.topic(), id);
+            }
+        }
+    }
+
+    /** The topics of those of {@code partitions} whose topic's id is not known yet. */
+    public synchronized Set<String> withoutIds(Collection<TopicPartition> partitions) {
+        Set<String> topics = new HashSet<>();
+        for (TopicPartition tp : partitions) {
+            Entry e = entries.get(tp);
+            if (e == null || e.topicId == null || e.adopting) {
+                topics.add(tp.topic());
+            }
+        }
+        return topics;
     }
 
     /**
@@ -254,7 +282,9 @@ public final class Positions {
         StringBuilder json = new StringBuilder("{");
         String sep = "";
         for (Map.Entry<String, Map<Integer, Long>> t : byTopic.entrySet()) {
-            json.append(sep).append(quote(t.getKey())).append(":{");
+            json.append(sep);
+            JsonText.appendString(json, t.getKey());
+            json.append(":{");
             String inner = "";
             for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
                 json.append(inner).append('"').append(p.getKey()).append("\":").append(p.getValue());
@@ -264,24 +294,5 @@ public final class Positions {
             sep = ",";
         }
         return json.append('}').toString();
-    }
-
-    /** For tests: forget everything. */
-    synchronized void clear() {
-        entries.clear();
-    }
-
-    private static String quote(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') {
-                out.append('\\').append(c);
-            } else if (c < 0x20) {
-                out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-            } else {
-                out.append(c);
-            }
-        }
-        return out.append('"').toString();
     }
 }

@@ -2,6 +2,7 @@ package io.mirrord.sink;
 
 import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
+import io.mirrord.log.HoldPoint;
 import io.mirrord.metrics.Stats;
 
 import java.time.Duration;

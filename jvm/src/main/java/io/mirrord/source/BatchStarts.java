@@ -1,6 +1,8 @@
 package io.mirrord.source;
 
+import io.mirrord.positions.GroupCommitter;
 import io.mirrord.positions.Positions;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -93,12 +95,30 @@ final class BatchStarts {
         return from;
     }
 
-    /** The first offsets of those of {@code partitions} that exist; the owner is told they are read from there. */
+    /**
+     * The first offsets of those of {@code partitions} that exist; the owner is told they are read from there, in
+     * the incarnations of their topics' ids, asked for first: a topic recreated after that has another id when the
+     * owner looks, and is read from its start again (docs/decisions.md §10).
+     */
     private Map<TopicPartition, Long> readFromStart(Set<TopicPartition> partitions) {
+        Set<String> topics = new HashSet<>();
+        partitions.forEach(tp -> topics.add(tp.topic()));
+        Map<String, String> ids = GroupCommitter.topicIdsNow(topics);
         Map<TopicPartition, Long> found = metadata.firstOffsetsOfExisting(partitions);
         log.info("new partitions, read from their start: {}", found);
-        Positions.DRIVER.readFromStart(found.keySet());
+        Positions.DRIVER.readFromStart(found.keySet(), ids);
         return found;
+    }
+
+    /**
+     * The ids of those of these partitions' topics the owner does not know yet, asked now, before a batch's offsets
+     * are: the topic the offsets are in, not one recreated before the owner's next look (docs/decisions.md §10).
+     */
+    static void askIds(Collection<TopicPartition> partitions) {
+        Set<String> topics = Positions.DRIVER.withoutIds(partitions);
+        if (!topics.isEmpty()) {
+            Positions.DRIVER.idsAsked(partitions, GroupCommitter.topicIdsNow(topics));
+        }
     }
 
     /** Ends that make at most {@code max} records in all, each partition its share of what waits. */

@@ -59,6 +59,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
     @Override
     public synchronized Offset initialOffset() {
         Set<TopicPartition> partitions = metadata.partitions(true);
+        BatchStarts.askIds(partitions);
         Map<TopicPartition, Long> start = new HashMap<>();
         String starting = options.starting;
         if (starting.startsWith("{")) {
@@ -108,6 +109,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
         if (realTime) {  // a real-time batch ends on the clock, where its streams stand
             return start;
         }
+        BatchStarts.askIds(start.offsets.keySet());
         Map<TopicPartition, Long> ends = metadata.endOffsets();
         latest = ends;
         Map<TopicPartition, Long> from = starts.of(start.offsets, ends);
@@ -150,6 +152,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
 
     @Override
     public synchronized InputPartition[] planInputPartitions(Offset startOffset) {
+        BatchStarts.askIds(((SourceOffset) startOffset).offsets.keySet());
         Map<TopicPartition, Long> from = starts.realTime(((SourceOffset) startOffset).offsets);
         List<Map<TopicPartition, Long>> froms = groups();
         from.forEach((tp, offset) -> froms.get(Assignment.streamOf(tp, options.streams)).put(tp, offset));
@@ -184,7 +187,7 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
             fromStart.addAll(((StreamPosition) offset).readFromStart);
         }
         if (!fromStart.isEmpty()) {
-            Positions.DRIVER.readFromStart(fromStart);
+            Positions.DRIVER.readFromStart(fromStart, Map.of());  // the owner's next id is theirs
         }
         return new SourceOffset(merged);
     }

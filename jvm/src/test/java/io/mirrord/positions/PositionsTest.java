@@ -118,7 +118,7 @@ class PositionsTest {
         positions.acknowledged(TP, first, 1000);  // the new topic read on from the old offset: not counted
         assertTrue(positions.uncommitted().isEmpty());
         assertEquals(Set.of(TP), positions.takeRewound(List.of(TP)));
-        positions.readFromStart(List.of(TP));  // the next batch plans it from its start
+        positions.readFromStart(List.of(TP), Map.of());  // the next batch plans it from its start
         long second = positions.incarnations(List.of(TP)).get(TP);
         positions.acknowledged(TP, second, 500);  // as far as the old one was committed: committed again, new id...
         assertTrue(positions.uncommitted().isEmpty());  // ...once the owner asked the id of what it reads now
@@ -130,10 +130,10 @@ class PositionsTest {
     void partitionsReadFromTheirStartHaveTheirTopicsIdsAskedForAtOnceNotAtTheNextRegularLook() {
         Positions positions = new Positions();
         assertFalse(positions.takeIdsWanted());
-        positions.readFromStart(List.of(TP));  // a query's first batch: until the id is asked, the next one is theirs
+        positions.readFromStart(List.of(TP), Map.of());  // a query's first batch: until the id is asked, the next one is theirs
         assertTrue(positions.takeIdsWanted());
         assertFalse(positions.takeIdsWanted(), "asked once");
-        positions.readFromStart(List.of());
+        positions.readFromStart(List.of(), Map.of());
         assertFalse(positions.takeIdsWanted());
     }
 
@@ -148,10 +148,36 @@ class PositionsTest {
             if (idSeenFirst) {  // the owner sees the new id before the batch ends...
                 positions.topicIds(Map.of("orders", "new"));
             }
-            positions.readFromStart(List.of(TP));  // ...in which a reader found it recreated and read it from its start
+            positions.readFromStart(List.of(TP), Map.of());  // ...in which a reader found it recreated and read it from its start
             positions.topicIds(Map.of("orders", "new"));
             assertEquals(Set.of(), positions.takeRewound(List.of(TP)), "id seen first: " + idSeenFirst);
             assertTrue(positions.incarnations(List.of(TP)).get(TP) > first);
         }
+    }
+
+    @Test
+    void aTopicRecreatedAfterItsIdWasAskedForTheReadFromItsStartIsSeenRecreatedAtTheOwnersFirstLook() {
+        Positions positions = new Positions();
+        positions.readFromStart(List.of(TP), Map.of("orders", "old"));  // the batch asked the id, then the offsets
+        long first = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, first, 500);
+        assertEquals(new OffsetAndMetadata(500, "mirrord topic-id=old\0"), positions.uncommitted().get(TP));
+        positions.topicIds(Map.of("orders", "new"));  // the owner's first look, after a recreation
+        assertEquals(Set.of(TP), positions.takeRewound(List.of(TP)));  // read from its start again: nothing lost
+        assertTrue(positions.uncommitted().isEmpty());
+    }
+
+    @Test
+    void idsAskedBeforeAPlansOffsetsAreThePartitionsOwnSoARecreationAfterThemIsSeen() {
+        Positions positions = new Positions();
+        assertEquals(Set.of("orders"), positions.withoutIds(List.of(TP)));
+        positions.idsAsked(List.of(TP), Map.of("orders", "old"));  // a query's first plan, before its offsets
+        assertEquals(Set.of(), positions.withoutIds(List.of(TP)));
+        long first = positions.incarnations(List.of(TP)).get(TP);
+        positions.acknowledged(TP, first, 500);
+        positions.idsAsked(List.of(TP), Map.of("orders", "new"));  // a later plan's answer does not replace it...
+        positions.topicIds(Map.of("orders", "new"));  // ...the owner's look sees the recreation
+        assertEquals(Set.of(TP), positions.takeRewound(List.of(TP)));
+        assertTrue(positions.incarnations(List.of(TP)).get(TP) > first);
     }
 }
