@@ -253,7 +253,7 @@ class Mirrord(Contender):
         return f"bench-mirrord-{run.id}"
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
-        own = {k: v for k, v in self.conf.items() if not k.startswith(("consumer.", "producer."))}
+        own = {k: v for k, v in self.conf.items() if not k.startswith(("consumer.", "producer.", "java."))}
         extra = {side: {k.removeprefix(side): v for k, v in self.conf.items() if k.startswith(side)}
                  for side in ("consumer.", "producer.")}
         consumer = properties(run.workdir / "consumer.properties", {
@@ -269,9 +269,11 @@ class Mirrord(Contender):
         }
         mirrord = str(VENV / "bin" / "mirrord")
         env = _spark_env()
+        java = [self.conf.get("java.options", "")]  # a variant's JVM options, e.g. the JIT's
         if run.follow:  # a stream: where its records' milliseconds go (bench.stages)
-            stages = f"-Dmirrord.stages={(run.workdir / STAGES).resolve()}"
-            env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {stages}".strip()
+            java.append(f"-Dmirrord.stages={(run.workdir / STAGES).resolve()}")
+        if any(java):
+            env["JAVA_TOOL_OPTIONS"] = " ".join([env.get("JAVA_TOOL_OPTIONS", ""), *java]).strip()
         if not own and not self.sections:
             return [mirrord, *[a for k, v in settings.items() for a in (f"--{k}", v)]], env
         conf = run.workdir / "mirrord.conf"
@@ -284,7 +286,8 @@ def all_contenders() -> list[Contender]:
     """Every contender, in the order they run; mirrord's extra modes come from BENCH_MIRRORD_MODES.
 
     BENCH_MIRRORD_MODES is `name:key=value,key=value;name2:...`, each a mirrord.conf [mirrord] variant; keys
-    `consumer.X` and `producer.X` go to its consumer.properties and producer.properties as X."""
+    `consumer.X` and `producer.X` go to its consumer.properties and producer.properties as X, `java.options` to its
+    JVM (JAVA_TOOL_OPTIONS; one option, as values cannot hold a comma)."""
     out: list[Contender] = [MirrorMaker2(), MirrorMaker2(name="mm2-streams", tasks="streams",
                                                          label="MirrorMaker 2 (dedicated, 4.2.0, tasks.max = streams)"),
                             Mirrord(),

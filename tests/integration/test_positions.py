@@ -207,13 +207,7 @@ def test_a_topic_recreated_in_seconds_under_a_running_mirrord_is_copied_whole(
         wait_until(lambda: topic_partitions(source.bootstrap, topic) == 0, 30, "the old topic gone")
         time.sleep(2)  # the edge itself: recreated 2 s after the deletion, within one look of the streams
         refill(source.bootstrap, topic, partitions, tagged("new", partitions, 1000))  # past the old offsets
-        new = {r.fields() for records in read_all(source.bootstrap, topic).values() for r in records}
-
-        def copied() -> set:
-            return new & {r.fields() for records in read(target.bootstrap, topic).values() for r in records}
-        with contextlib.suppress(AssertionError):
-            wait_until(lambda: copied() == new, 60, "every record of the new topic on the target")
-        assert copied() == new, f"{len(new - copied())} of the new topic's {len(new)} records never copied"
+        wait_all_copied(source.bootstrap, target.bootstrap, topic, read)
         got = [r.fields() for records in read(target.bootstrap, topic).values() for r in records]
         assert all(fields[0] == int(fields[1].split(b"-")[1][1:]) for fields in got)  # each in its partition
         lost = metric_value(host.metrics(), "mirrord_records_lost_total", topic=topic)
@@ -255,19 +249,24 @@ while the topic is deleted, recreated and refilled). The id is asked for
         finally:
             os.kill(jvm, signal.SIGCONT)
         release.touch()
-        new = {r.fields() for records in read_all(source.bootstrap, topic).values() for r in records}
-
-        def copied() -> set:
-            return new & {r.fields() for records in read_all(target.bootstrap, topic).values() for r in records}
-        with contextlib.suppress(AssertionError):
-            wait_until(lambda: copied() == new, 60, "every record of the new topic on the target")
-        assert copied() == new, f"{len(new - copied())} of the new topic's {len(new)} records never copied"
+        wait_all_copied(source.bootstrap, target.bootstrap, topic, read_all)
         assert "was recreated on the source" in host.output()
         assert host.stop() == 0, host.output()[-3000:]
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- mirrord's log:\n{host.output()[-5000:]}") from None
     finally:
         host.stop()
+
+
+def wait_all_copied(source: str, target: str, topic: str, read) -> None:
+    """Every record the source's topic holds now reaches the target (as `read` reads it) within 60 s."""
+    new = {r.fields() for records in read_all(source, topic).values() for r in records}
+
+    def copied() -> set:
+        return new & {r.fields() for records in read(target, topic).values() for r in records}
+    with contextlib.suppress(AssertionError):
+        wait_until(lambda: copied() == new, 60, "every record of the new topic on the target")
+    assert copied() == new, f"{len(new - copied())} of the new topic's {len(new)} records never copied"
 
 
 def refill(bootstrap: str, topic: str, partitions: int, records: list[dict]) -> None:
