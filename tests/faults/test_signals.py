@@ -77,7 +77,8 @@ def test_reloads_mid_stream_copy_nothing_twice_and_refuse_what_cannot_change(kaf
     create_topic(source.bootstrap, topic, 2)
     create_topic(source.bootstrap, other, 1)
     # A stream under way while the reloads arrive: a reload that cut records in flight would show.
-    trickle = Trickle(source.bootstrap, topic, 2, total=60_000, rate=3000)
+    # (long enough for four reloads on a slow machine; stopped once they are done)
+    trickle = Trickle(source.bootstrap, topic, 2, total=600_000, rate=3000)
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
                         conf={"trigger": trigger})
     daemon = Mirrord(config).start()
@@ -104,7 +105,8 @@ def test_reloads_mid_stream_copy_nothing_twice_and_refuse_what_cannot_change(kaf
         refusal = next(line for line in daemon.output().splitlines() if "reload refused" in line)
         assert "flow cannot change while mirrord runs" in refusal, refusal
         assert trickle.is_alive(), "the stream ended before the reloads: nothing to cut"
-        trickle.join(120)
+        trickle.stop()
+        assert not trickle.errors, trickle.errors[:3]
         wait_all_mirrored(source.bootstrap, topic, group)
         assert daemon.output().count("streaming query stopped cleanly") == 3, daemon.output()[-3000:]
         assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) == 0, "a reload copied records twice"
