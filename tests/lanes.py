@@ -42,6 +42,8 @@ WAITS = ["tests/faults/test_outages.py", "tests/faults/test_signals.py",
 # spare core
 LATER = ["tests/integration/test_positions.py::"
          "test_an_idle_partitions_committed_position_outlives_the_source_groups_retention",
+         "tests/integration/test_positions.py::"
+         "test_a_topic_a_stream_took_up_and_that_was_recreated_under_it_is_copied_whole",
          "tests/integration/test_upgrade.py", "tests/integration/test_claims.py", "tests/integration/test_cycle.py",
          "tests/integration/test_acls.py", "tests/observability/test_prometheus_live.py",
          "tests/faults/test_election_outage.py", "tests/faults/test_full_pool.py",

@@ -175,19 +175,27 @@ final class GroupedStream implements MicroBatchStream, SupportsRealTimeMode, Sup
 
     /**
      * The real-time batch's end: where its streams stand. Partitions a stream found recreated under it and read
-     * again from their start (or found new) are in the topic's new incarnation already: the owner is told, so
-     * that the new id it sees is not taken for a recreation still to be read from its start.
+     * again from their start (or found new) are in the topic's new incarnation already: the owner is told, with the
+     * id each topic had before the stream read it ({@link FromStart}), so that this id is not taken for a recreation
+     * still to be read from its start. A topic the source names by another id now was recreated under the reading and
+     * refilled past where the stream read to (it read on at the old offsets): the next batch reads it again from its
+     * start (docs/decisions.md §10).
      */
     @Override
     public Offset mergeOffsets(PartitionOffset[] offsets) {
         Map<TopicPartition, Long> merged = new HashMap<>();
         Set<TopicPartition> fromStart = new HashSet<>();
+        Map<String, String> readIds = new HashMap<>();
         for (PartitionOffset offset : offsets) {
             merged.putAll(((StreamPosition) offset).offsets);
             fromStart.addAll(((StreamPosition) offset).readFromStart);
+            readIds.putAll(((StreamPosition) offset).ids);
         }
         if (!fromStart.isEmpty()) {
-            Positions.DRIVER.readFromStart(fromStart, Map.of());  // the owner's next id is theirs
+            Positions.DRIVER.readFromStart(fromStart, readIds);  // without an id (a cluster): the owner's next is theirs
+            Set<String> topics = new HashSet<>();
+            fromStart.forEach(tp -> topics.add(tp.topic()));
+            Positions.DRIVER.topicIds(GroupCommitter.topicIdsNow(topics));  // changed since read: read again
         }
         return new SourceOffset(merged);
     }

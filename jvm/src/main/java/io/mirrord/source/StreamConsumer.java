@@ -16,20 +16,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One stream's consumer and what it fetched but has not handed out yet, kept from one batch to the next of
- * the same run ({@link StreamConsumers}). A batch names the stream's partitions and where each starts; a
- * partition that continues where the last batch left it is neither sought nor fetched again.
+ * One stream's consumer and what it fetched but has not handed out yet, kept from one batch to the next of the same run
+ * ({@link StreamConsumers}). A batch names the stream's partitions and where each starts; a partition that continues
+ * where the last batch left it is neither sought nor fetched again.
  *
- * <p>Micro-batch mode: each partition is read up to its planned end; records fetched beyond it wait for
- * the next batch, and the partition is paused meanwhile. Real-time mode: records are handed out until the
- * batch's deadline, and every {@code topic.refresh.ms} the stream looks for partitions that match and are
- * its own ({@link TopicLook}), taking one up from its start. Records deleted from the source before they were
- * read are skipped with a log line naming the offsets (the supervisor counts them as lost); a partition gone
- * from the source (its topic deleted) is dropped, what it held and this stream never handed out counted lost.
+ * <p>Micro-batch mode: each partition is read up to its planned end; records fetched beyond it wait for the next batch,
+ * and the partition is paused meanwhile. Real-time mode: records are handed out until the batch's deadline, and every
+ * {@code topic.refresh.ms} the stream looks for partitions that match and are its own ({@link TopicLook}), taking one
+ * up from its start. Records deleted from the source before they were read are skipped with a log line naming the
+ * offsets (the supervisor counts them as lost); a partition gone from the source (its topic deleted) is dropped, what
+ * it held and this stream never handed out counted lost.
  */
 final class StreamConsumer {
     private static final Logger log = LoggerFactory.getLogger(StreamConsumer.class);
-    private static final Duration ASK_TIMEOUT = Duration.ofSeconds(1);
 
     final String run;
     final int stream;
@@ -41,7 +40,7 @@ final class StreamConsumer {
     private final Map<TopicPartition, Long> next = new HashMap<>();  // next offset to hand out, per partition
     private Map<TopicPartition, Long> until;  // micro-batch mode: where each partition's batch ends
     private final Set<TopicPartition> open = new HashSet<>();  // micro-batch mode: not read to the end yet
-    private final Set<TopicPartition> fromStart = new HashSet<>();  // taken up from their start on its own, this batch
+    private final FromStart fromStart = new FromStart();  // taken up from their start on its own, this batch
     private long lookedAt;
     private long progressAt;
     // the partition of the last record handed out, and the offset after it (written to `next` on a change)
@@ -97,8 +96,7 @@ final class StreamConsumer {
         while (true) {
             ConsumerRecord<byte[], byte[]> record = fetched.poll();
             if (record != null) {
-                if (current == null || record.partition() != current.partition()
-                    || !record.topic().equals(current.topic())) {
+                if (current == null || record.partition() != current.partition() || !record.topic().equals(current.topic())) {
                     switchTo(new TopicPartition(record.topic(), record.partition()));
                 }
                 if (record.offset() >= currentUntil) {  // beyond this batch: kept for the next
@@ -181,6 +179,7 @@ final class StreamConsumer {
      * its end, a topic recreated (read from its start).
      */
     private void outOfRange(Map<TopicPartition, Long> offsets) {
+        fromStart.ask(offsets.keySet());
         Map<TopicPartition, Long> starts = consumer.beginningOffsets(offsets.keySet());
         offsets.forEach((tp, at) -> {
             long start = starts.get(tp);
@@ -225,7 +224,8 @@ final class StreamConsumer {
             log.info("stream {}: partitions gone from the source: {}", stream, change.gone());
         }
         if (!change.ready().isEmpty()) {
-            Map<TopicPartition, Long> starts = consumer.beginningOffsets(change.ready(), ASK_TIMEOUT);
+            fromStart.ask(change.ready());
+            Map<TopicPartition, Long> starts = consumer.beginningOffsets(change.ready(), TopicLook.ASK_TIMEOUT);
             starts.forEach((tp, start) -> {
                 Incarnations.set(tp, Incarnations.UNKNOWN);  // found here, not planned: counted from the next batch
                 consumer.seek(tp, start);
@@ -270,7 +270,7 @@ final class StreamConsumer {
     }
 
     /** The partitions this batch took up from their start on its own (new, or recreated under it). */
-    Set<TopicPartition> readFromStart() {
+    FromStart readFromStart() {
         return fromStart;
     }
 

@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
  */
 final class TopicLook {
     private static final Logger log = LoggerFactory.getLogger(TopicLook.class);
-    private static final Duration ASK_TIMEOUT = Duration.ofSeconds(1);
+    static final Duration ASK_TIMEOUT = Duration.ofSeconds(1);
 
     /** What changed since the last look: partitions to take up, and partitions gone from the source. */
     record Change(Set<TopicPartition> ready, Set<TopicPartition> gone) {
