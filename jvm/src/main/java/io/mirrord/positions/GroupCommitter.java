@@ -59,7 +59,8 @@ public final class GroupCommitter {
     private final Commits commits;
     private final WarnLimiter warnings = new WarnLimiter(60_000);
     private KafkaConsumer<byte[], byte[]> consumer;  // guarded by this
-    private Admin admin;  // guarded by this
+    private final Object adminLock = new Object();  // the admin client's: asking ids never waits behind a commit
+    private Admin admin;  // guarded by adminLock
     private long idsAt;
     private volatile long roundEveryMs;
     private long roundAt = Long.MIN_VALUE;  // when every position is due again; guarded by this
@@ -218,9 +219,7 @@ public final class GroupCommitter {
         if (committer == null || topics.isEmpty()) {
             return Map.of();
         }
-        synchronized (committer) {
-            return committer.describe(topics, new HashSet<>());
-        }
+        return committer.describe(topics, new HashSet<>());
     }
 
     /** The ids of {@code topics}; those the source says do not exist are added to {@code gone}. */
@@ -264,17 +263,19 @@ public final class GroupCommitter {
     }
 
     private Admin admin() {
-        if (admin == null) {
-            Map<String, Object> c = new HashMap<>();
-            config.forEach((k, v) -> {
-                if (AdminClientConfig.configNames().contains(k)) {
-                    c.put(k, v);
-                }
-            });
-            c.put("client.id", config.getOrDefault(ConsumerConfig.CLIENT_ID_CONFIG, "mirrord") + "-topic-ids");
-            admin = Admin.create(c);
+        synchronized (adminLock) {
+            if (admin == null) {
+                Map<String, Object> c = new HashMap<>();
+                config.forEach((k, v) -> {
+                    if (AdminClientConfig.configNames().contains(k)) {
+                        c.put(k, v);
+                    }
+                });
+                c.put("client.id", config.getOrDefault(ConsumerConfig.CLIENT_ID_CONFIG, "mirrord") + "-topic-ids");
+                admin = Admin.create(c);
+            }
+            return admin;
         }
-        return admin;
     }
 
     private void warn(String what, RuntimeException e) {
@@ -289,9 +290,11 @@ public final class GroupCommitter {
             consumer.close(Duration.ZERO);
             consumer = null;
         }
-        if (admin != null) {
-            admin.close(Duration.ZERO);
-            admin = null;
+        synchronized (adminLock) {
+            if (admin != null) {
+                admin.close(Duration.ZERO);
+                admin = null;
+            }
         }
     }
 }
