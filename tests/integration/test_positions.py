@@ -239,15 +239,7 @@ while the topic is deleted, recreated and refilled). The id is asked for
         wait_until(lambda: "mirrord test hold: ids" in host.output(), 120, "the owner held before its first look")
         wait_until(lambda: sum(map(len, read_all(target.bootstrap, topic).values())) >= partitions * 500, 120,
                    "the old topic copied")
-        jvm = host.jvm_pid()
-        os.kill(jvm, signal.SIGSTOP)  # the streams too: none sees the topic missing or short, the owner alone can tell
-        try:
-            admin = AdminClient({"bootstrap.servers": source.bootstrap})
-            admin.delete_topics([topic])[topic].result()
-            wait_until(lambda: topic_partitions(source.bootstrap, topic) == 0, 30, "the old topic gone")
-            refill(source.bootstrap, topic, partitions, tagged("new", partitions, 1000))  # past the old offsets
-        finally:
-            os.kill(jvm, signal.SIGCONT)
+        recreate_while_stopped(host, source.bootstrap, topic, partitions)  # no stream sees it missing or short
         release.touch()
         wait_all_copied(source.bootstrap, target.bootstrap, topic, read_all)
         assert "was recreated on the source" in host.output()
@@ -283,15 +275,7 @@ def test_a_topic_a_stream_took_up_and_that_was_recreated_under_it_is_copied_whol
         refill(source.bootstrap, topic, partitions, tagged("old", partitions, 500))
         wait_until(lambda: sum(map(len, read(target.bootstrap, topic).values())) >= partitions * 500, 120,
                    "the topic taken up and copied")
-        jvm = host.jvm_pid()
-        os.kill(jvm, signal.SIGSTOP)
-        try:
-            admin = AdminClient({"bootstrap.servers": source.bootstrap})
-            admin.delete_topics([topic])[topic].result()
-            wait_until(lambda: topic_partitions(source.bootstrap, topic) == 0, 30, "the old topic gone")
-            refill(source.bootstrap, topic, partitions, tagged("new", partitions, 1000))  # past the old offsets
-        finally:
-            os.kill(jvm, signal.SIGCONT)
+        recreate_while_stopped(host, source.bootstrap, topic, partitions)
         wait_all_copied(source.bootstrap, target.bootstrap, topic, read, seconds=90)
         assert "was recreated on the source" in host.output()
         assert host.stop() == 0, host.output()[-3000:]
@@ -299,6 +283,19 @@ def test_a_topic_a_stream_took_up_and_that_was_recreated_under_it_is_copied_whol
         raise AssertionError(f"{exc}\n--- mirrord's log:\n{host.output()[-5000:]}") from None
     finally:
         host.stop()
+
+
+def recreate_while_stopped(host: Mirrord, bootstrap: str, topic: str, partitions: int) -> None:
+    """With mirrord's JVM stopped, the topic is deleted, then recreated with 1,000 new records a partition (past the
+    old offsets), so that only the topic's id tells the new topic from the old one."""
+    jvm = host.jvm_pid()
+    os.kill(jvm, signal.SIGSTOP)
+    try:
+        AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic])[topic].result()
+        wait_until(lambda: topic_partitions(bootstrap, topic) == 0, 30, "the old topic gone")
+        refill(bootstrap, topic, partitions, tagged("new", partitions, 1000))
+    finally:
+        os.kill(jvm, signal.SIGCONT)
 
 
 def wait_all_copied(source: str, target: str, topic: str, read, seconds: float = 60) -> None:
