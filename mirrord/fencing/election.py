@@ -7,18 +7,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirrord.errors import MirrordError, one_line
-from mirrord.fencing.timing import Clock, Stamp, Timing, lease_ms  # noqa: F401
+from mirrord.fencing.timing import Clock, Stamp, Timing
 from mirrord.identity import FlowIdentity, Legacy
 from mirrord.kafka import admin
 from mirrord.kafka.kafkalog import with_logger
-
-if TYPE_CHECKING:  # the lease is handed to the election once Spark runs
-    from mirrord.fencing.lease import Lease
 
 log = logging.getLogger("mirrord.fencing")
 
@@ -242,7 +238,7 @@ class Election:
         self.clock = clock or Clock()
         self.confirmations = Confirmations(self.clock)
         self.leadership: Leadership | None = None
-        self.lease: Lease | None = None  # the JVM's lease, once Spark runs
+        self.lease = None  # the JVM's lease (lease.Lease, which imports this module), handed over once Spark runs
         self.joined_at = 0.0
         self.earlier: list[str] = []  # members of the earlier release's election, while this host waits for them
         self.on_change: Callable[[], None] = lambda: None  # this host's hold on the flow was confirmed

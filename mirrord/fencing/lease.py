@@ -6,10 +6,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from mirrord.errors import Fenced, NotConfirmed
-from mirrord.fencing.election import Election  # noqa: F401
-from mirrord.fencing.timing import Clock, Stamp, Timing, lease_ms  # noqa: F401
+from mirrord.fencing.timing import Stamp
+
+if TYPE_CHECKING:  # the election is handed to the lease; neither module imports the other when it runs
+    from mirrord.fencing.election import Election
 
 log = logging.getLogger("mirrord.fencing")
 
