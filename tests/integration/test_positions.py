@@ -291,7 +291,8 @@ def recreate_while_stopped(host: Mirrord, bootstrap: str, topic: str, partitions
     jvm = host.jvm_pid()
     os.kill(jvm, signal.SIGSTOP)
     try:
-        AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic])[topic].result()
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # held: a client let go ends its requests unanswered
+        admin.delete_topics([topic])[topic].result()
         wait_until(lambda: topic_partitions(bootstrap, topic) == 0, 30, "the old topic gone")
         refill(bootstrap, topic, partitions, tagged("new", partitions, 1000))
     finally:
