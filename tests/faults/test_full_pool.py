@@ -31,12 +31,13 @@ def test_a_pool_full_past_max_block_ms_is_waited_out_without_a_restart_or_a_dupl
     trickle = Trickle(source.bootstrap, topic, 8, total=6_000, rate=500)
     try:
         daemon.wait_ready()
-        trickle.start()
-        wait_until(lambda: count(target.bootstrap, topic) > 500, 60, "mirrord copying")
         # every topic the writer sends to is known to its producer before the pause: a first send's metadata wait
-        # is another refusal, not this test's (this flow's own heartbeats: the target's topic may hold another's)
+        # is another refusal, not this test's (this flow's own heartbeats: the target's topic may hold another's);
+        # waited for before the trickle, which must still run when the target pauses
         wait_until(lambda: metric_value(daemon.metrics(), "mirrord_records_total", topic="heartbeats"), 60,
                    "this flow's heartbeats copied")
+        trickle.start()
+        wait_until(lambda: count(target.bootstrap, topic) > 500, 60, "mirrord copying")
         wait_until(lambda: topic_partitions(target.bootstrap, quiet) == 1, 60, f"{quiet} created on the target")
         pause(target)  # nothing acknowledged: the batches in flight keep the pool
         trickle.join()

@@ -200,12 +200,14 @@ def test_a_group_a_few_records_behind_fails_over_exactly_onto_a_prefilled_target
     t = topology
     topic = f"{t.prefix}-walkthrough"
     copy = f"{t.L}.{topic}"
-    create_topic(t.left.bootstrap, topic, 2)
-    create_topic(t.right.bootstrap, copy, 2)  # the target already holds other records: offsets differ
+    # the target already holds other records, offsets differ; made before the source topic exists, since the
+    # running mirror creates the target topic itself as soon as it sees the source's
+    create_topic(t.right.bootstrap, copy, 2)
     produce(t.right.bootstrap, copy, [{"partition": i % 2, "key": b"old", "value": b"already here"}
                                       for i in range(61)])
     before = end_offsets(t.right.bootstrap, copy)
     assert before == {0: 31, 1: 30}
+    create_topic(t.left.bootstrap, topic, 2)
     produce(t.left.bootstrap, topic, numbered("src", 20))  # 10 per partition
     wait_until(lambda: committed_offsets(t.left.bootstrap, f"{t.prefix}-{t.L}-mirror", topic) == {0: 10, 1: 10},
                120, "the topic mirrored")
