@@ -259,8 +259,8 @@ class Mirrord(Contender):
         consumer = properties(run.workdir / "consumer.properties", {
             "bootstrap.servers": ctx.source, "group.id": self.group(run), "auto.offset.reset": "earliest",
             **extra["consumer."]})
-        producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **PRODUCER,
-                                                                    **extra["producer."]})
+        tuned = {k: v for k, v in {**PRODUCER, **extra["producer."]}.items() if v}  # `producer.X=` drops X
+        producer = properties(run.workdir / "producer.properties", {"bootstrap.servers": ctx.target, **tuned})
         settings = {  # absolute: a mirrord.conf's relative paths are its directory's
             "consumer.config": str(consumer.resolve()), "producer.config": str(producer.resolve()),
             "whitelist": run.pattern, "num.streams": str(ctx.streams),
@@ -286,8 +286,10 @@ def all_contenders() -> list[Contender]:
     """Every contender, in the order they run; mirrord's extra modes come from BENCH_MIRRORD_MODES.
 
     BENCH_MIRRORD_MODES is `name:key=value,key=value;name2:...`, each a mirrord.conf [mirrord] variant; keys
-    `consumer.X` and `producer.X` go to its consumer.properties and producer.properties as X, `java.options` to its
-    JVM (JAVA_TOOL_OPTIONS; one option, as values cannot hold a comma)."""
+    `consumer.X` and `producer.X` go to its consumer.properties and producer.properties as X (`producer.X=` with no
+    value leaves the common tuning's X out: `sized:producer.batch.size=,producer.linger.ms=` lets mirrord size each
+    stream's producer itself), `java.options` to its JVM (JAVA_TOOL_OPTIONS; one option, as values cannot hold a
+    comma)."""
     out: list[Contender] = [MirrorMaker2(), MirrorMaker2(name="mm2-streams", tasks="streams",
                                                          label="MirrorMaker 2 (dedicated, 4.2.0, tasks.max = streams)"),
                             Mirrord(),

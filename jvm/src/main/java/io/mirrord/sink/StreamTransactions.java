@@ -46,6 +46,7 @@ final class StreamTransactions implements StreamSender {
     final CommittedPositions earlier;
     private final Map<TopicPartition, PendingPosition> pending = new LinkedHashMap<>();  // in the open transaction
     private final SourcePartitions sources;
+    private final CommitWait commits = new CommitWait(Fence::open);
     private boolean open;
     private long begunAt;
     private volatile RuntimeException failure;  // the first failed send of the open transaction
@@ -210,12 +211,12 @@ final class StreamTransactions implements StreamSender {
                         CommittedPositions.value(p.next, p.topicId)));
             }
             HoldPoint.reach("commit");
-            producer.commitTransaction();
+            commits.commit(producer, id);  // a commit that timed out is asked again while the lease holds
         } catch (ProducerFencedException | InvalidProducerEpochException e) {
             throw remember(fenced(e));
         } catch (TransactionFailed e) {
             throw remember(e);
-        } catch (RuntimeException e) {  // a commit that timed out (a broker bounced), an abortable error
+        } catch (RuntimeException e) {  // an abortable error (a record refused, a broker's error)
             throw remember(new TransactionFailed("transaction of " + id + " not committed: " + e, e));
         }
         long now = System.currentTimeMillis();
