@@ -46,7 +46,7 @@ final class StreamTransactions implements StreamSender {
     final CommittedPositions earlier;
     private final Map<TopicPartition, PendingPosition> pending = new LinkedHashMap<>();  // in the open transaction
     private final SourcePartitions sources;
-    private final CommitWait commits = new CommitWait(Fence::open);
+    private final CommitWait commits = new CommitWait(Fence::open, () -> System.nanoTime() / 1_000_000);
     private boolean open;
     private long begunAt;
     private volatile RuntimeException failure;  // the first failed send of the open transaction
