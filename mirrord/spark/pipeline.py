@@ -72,8 +72,8 @@ KAFKA_BATCH_SIZE = 16 << 10
 def warn_pool_too_small(flow: Flow, streams: int, partitions: int) -> None:
     """A journal line when producer.properties sizes the pool itself and its `buffer.memory` holds fewer batches than
     a stream has partitions: the producer allocates a whole `batch.size` for each partition's next record, so a
-    stream over many partitions waits for room (under leader election at most max.block.ms, then the query
-    restarts: docs/decisions.md §2)."""
+    stream over many partitions waits for acknowledgements before its next record, and its source with it
+    (docs/decisions.md §2)."""
     props, sink = flow.settings.producer.properties, flow.target_properties
     per_stream = -(-partitions // max(1, streams))
     try:
@@ -84,8 +84,8 @@ def warn_pool_too_small(flow: Flow, streams: int, partitions: int) -> None:
     if batch > 0 and pool // batch < per_stream:
         keys = " and ".join(k for k in POOL_KEYS if k in props)
         log.warning("%s: buffer.memory %d holds %d batches of batch.size %d, and each of the %d streams writes %d "
-                    "partitions, each wanting a batch of its own: sends will wait for room (with leader election "
-                    "at most max.block.ms, then the query restarts). Raise buffer.memory to %d, or remove %s so "
+                    "partitions, each wanting a batch of its own: sends will wait for room, and the records behind "
+                    "them with them. Raise buffer.memory to %d, or remove %s so "
                     "that mirrord sizes the pool for the partitions (docs/decisions.md §2)",
                     flow.settings.producer.path.name, pool, pool // batch, batch, streams, per_stream,
                     4 * per_stream * batch, keys)

@@ -8,7 +8,8 @@ logs each change of phase once at INFO and exports it as `mirrord_state{flow,sta
     STARTING --elected, started--> MIRRORING <--a cluster away / back--> OUTAGE
     STARTING --not elected for STANDBY_AFTER--> STANDBY --elected, started--> MIRRORING
     no query, a cluster away --> WAITING --both answer--> (as STARTING)
-    a start or the query failed --> RETRYING --RESTART_BACKOFF (at once: records deleted, executor lost)--> STARTING
+    a start or the query failed --> RETRYING --RESTART_BACKOFF (at once: records deleted, executor lost; QUICK_RESTART:
+        a repairable failure after a minute without one)--> STARTING
     MIRRORING/OUTAGE --another host holds the flow--> FENCED (exit 75)
     any --stop--> STOPPING (exit 0); --JVM exited 75--> FENCED; --what a restart cannot fix--> FAILED
 """
@@ -24,6 +25,11 @@ from mirrord.metrics import Metrics
 
 log = logging.getLogger("mirrord")
 RESTART_BACKOFF = 5.0
+# A query that fails after running a minute without failing restarts after QUICK_RESTART instead, when the cause is
+# one a restart from the positions repairs (a delivery, a client's timeout, an aborted transaction) and both
+# clusters answer: a loaded target that answered a request late costs a second, not six (docs/decisions.md §11).
+QUICK_RESTART = 0.5
+STABLE_FOR = 60.0
 START_ATTEMPTS = 5  # failed starts while both clusters answer before mirrord gives up (and systemd restarts it)
 STANDBY_AFTER = 5.0  # no assignment this long after joining the election: another host has it
 OUTAGE_MEMORY = 600.0  # a query that fails within this of an outage failed because of it
@@ -52,6 +58,7 @@ class State:
     announced: bool = False  # the first start's "mirroring … -> …" lines logged
     retry_at: float = 0.0  # no start before this (monotonic seconds)
     start_failures: int = 0  # failed starts since the last that succeeded
+    failed_at: float = float("-inf")  # the last query failure (monotonic seconds)
 
     @property
     def running(self) -> bool:
@@ -284,7 +291,9 @@ def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action
     unless abort.on.send.failure; at once after Spark lost a task's executor (on a cluster executors come and go);
     stop otherwise."""
     done: list[Action] = [Do.FORGET, CountError(failed.kind)]
-    backoff = RESTART_BACKOFF
+    repairable = failed.kind in ("delivery", "timeout", "transaction") and not (failed.away or failed.recent_outage)
+    backoff = QUICK_RESTART if repairable and failed.now - state.failed_at >= STABLE_FOR else RESTART_BACKOFF
+    state = replace(state, failed_at=failed.now)
     if failed.kind == "deleted":  # the next start resumes past them, and reports them lost
         return replace(state, phase=Phase.RETRYING, retry_at=failed.now), done + [Log(logging.WARNING, (
             f"the source deleted records before mirrord read them; restarting past them: {failed.why}"))]
@@ -293,14 +302,14 @@ def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action
                    f"its checkpoint when both answer: {failed.why}")
     elif failed.kind == "transaction":  # aborted: the next start copies its records again, once (decisions §12)
         said = Log(logging.WARNING, "a transaction could not commit and was aborted; the query restarts from the "
-                   f"positions the target committed in {RESTART_BACKOFF:.0f}s: {failed.why}")
+                   f"positions the target committed in {backoff:g}s: {failed.why}")
     elif failed.kind == "executor":  # Spark replaces it; the start resumes where the lost tasks' work was committed
         backoff = 0.0
         said = Log(logging.WARNING, f"Spark lost the executor of a task; the query restarts now: {failed.why}")
     elif failed.abort_on_send_failure or failed.kind != "delivery":
         return replace(state, phase=Phase.FAILED), done + [Exit(MirrordError(f"streaming query failed: {failed.why}"))]
     else:
-        said = Log(logging.ERROR, f"batch failed, retrying from the last committed batch in {RESTART_BACKOFF:.0f}s: "
+        said = Log(logging.ERROR, f"batch failed, retrying from the last committed batch in {backoff:g}s: "
                    f"{failed.why}")
     phase = Phase.WAITING if failed.away else Phase.RETRYING
     return replace(state, phase=phase, retry_at=failed.now + backoff), done + [said]

@@ -136,6 +136,7 @@ class Mirroring:
 def no_jvm(monkeypatch):
     monkeypatch.setattr(daemon_module, "jvm_exit_status", lambda: None)
     monkeypatch.setattr(states, "RESTART_BACKOFF", 0.01)
+    monkeypatch.setattr(states, "QUICK_RESTART", 0.01)
 
 
 def supervise(d: Daemon) -> int:

@@ -4,6 +4,7 @@ each test gives a state and an observation and asserts the next state and the ac
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -11,7 +12,9 @@ import pytest
 from mirrord.errors import ConfigError, Fenced, MirrordError, NotConfirmed
 from mirrord.metrics import Metrics
 from mirrord.supervisor.states import (
+    QUICK_RESTART,
     RESTART_BACKOFF,
+    STABLE_FOR,
     STANDBY_AFTER,
     START_ATTEMPTS,
     CountError,
@@ -242,7 +245,7 @@ def test_another_holder_fences_this_host():
 def test_records_deleted_before_they_were_read_restart_the_query_at_the_next_turn():
     failed = QueryFailed(NOW, "deleted", "OffsetOutOfRangeException: t-0 at 12", recent_outage=True)
     state, actions = step(MIRRORING, failed)
-    assert (state, actions) == (State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW), [
+    assert (state, actions) == (State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW), [
         Do.FORGET, CountError("deleted"), Log(logging.WARNING, "the source deleted records before mirrord read "
                                               "them; restarting past them: OffsetOutOfRangeException: t-0 at 12")])
     assert step(state, Turn(NOW + 0.5)) == (state, [Do.ASK_ELECTION])
@@ -258,7 +261,7 @@ OUTAGE_LINE = ("the streaming query stopped while a cluster was unreachable; it 
 def test_a_query_that_fails_while_a_cluster_is_away_waits_for_it(kind, abort, recent):
     failed = QueryFailed(NOW, kind, WHY, away=True, recent_outage=recent, abort_on_send_failure=abort)
     assert step(replace_phase(MIRRORING, Phase.OUTAGE), failed) == (
-        State(Phase.WAITING, ready=True, announced=True, retry_at=NOW + RESTART_BACKOFF),
+        State(Phase.WAITING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + RESTART_BACKOFF),
         [Do.FORGET, CountError(kind), Log(logging.WARNING, OUTAGE_LINE)])
 
 
@@ -266,28 +269,41 @@ def test_a_query_that_fails_while_a_cluster_is_away_waits_for_it(kind, abort, re
 def test_a_query_that_fails_within_the_outage_memory_restarts_after_the_backoff(kind):
     failed = QueryFailed(NOW, kind, WHY, recent_outage=True, abort_on_send_failure=True)
     assert step(MIRRORING, failed) == (
-        State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW + RESTART_BACKOFF),
+        State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + RESTART_BACKOFF),
         [Do.FORGET, CountError(kind), Log(logging.WARNING, OUTAGE_LINE)])
 
 
 def test_a_delivery_failure_while_both_answer_is_retried_unless_abort_on_send_failure():
     assert step(MIRRORING, QueryFailed(NOW, "delivery", WHY)) == (
-        State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW + RESTART_BACKOFF),
+        State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + QUICK_RESTART),
         [Do.FORGET, CountError("delivery"),
-         Log(logging.ERROR, f"batch failed, retrying from the last committed batch in 5s: {WHY}")])
+         Log(logging.ERROR, f"batch failed, retrying from the last committed batch in 0.5s: {WHY}")])
     assert step(MIRRORING, QueryFailed(NOW, "delivery", WHY, abort_on_send_failure=True)) == (
-        replace_phase(MIRRORING, Phase.FAILED),
+        replace(MIRRORING, phase=Phase.FAILED, failed_at=NOW),
         [Do.FORGET, CountError("delivery"), Exit(MirrordError(f"streaming query failed: {WHY}"))])
+
+
+@pytest.mark.parametrize("kind", ["delivery", "timeout", "transaction"])
+def test_a_repairable_failure_restarts_quickly_once_a_minute_at_most(kind):
+    # a loaded target that answered late: the first restart after a minute without a failure is quick, the next
+    # within the minute waits the backoff, so a failure that keeps coming does not restart the query twice a second
+    state, _ = step(MIRRORING, QueryFailed(NOW, kind, WHY))
+    assert state.retry_at == NOW + QUICK_RESTART
+    state, _ = step(replace(state, phase=Phase.MIRRORING), QueryFailed(NOW + STABLE_FOR - 1, kind, WHY))
+    assert state.retry_at == NOW + STABLE_FOR - 1 + RESTART_BACKOFF
+    state, _ = step(replace(state, phase=Phase.MIRRORING), QueryFailed(NOW + 2 * STABLE_FOR, kind, WHY))
+    assert state.retry_at == NOW + 2 * STABLE_FOR + QUICK_RESTART
 
 
 @pytest.mark.parametrize("kind", ["timeout", "lapsed"])
 @pytest.mark.parametrize("abort", [False, True])
 def test_a_client_timeout_or_a_lapsed_lease_while_both_answer_is_an_outage_not_a_refused_send(kind, abort):
     # A broker's restart outlasts the lease-bounded timeouts, and a lapsed lease refuses sends, before the probe
-    # sees the cluster away.
+    # sees the cluster away. A lapsed lease is granted again only after its quarantine: the backoff, not a quick try.
     failed = QueryFailed(NOW, kind, WHY, abort_on_send_failure=abort)
+    backoff = QUICK_RESTART if kind == "timeout" else RESTART_BACKOFF
     assert step(MIRRORING, failed) == (
-        State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW + RESTART_BACKOFF),
+        State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + backoff),
         [Do.FORGET, CountError(kind), Log(logging.WARNING, OUTAGE_LINE)])
 
 
@@ -295,10 +311,10 @@ def test_a_client_timeout_or_a_lapsed_lease_while_both_answer_is_an_outage_not_a
 def test_an_aborted_transaction_restarts_from_the_targets_positions_whatever_abort_on_send_failure(abort):
     # exactly once: the aborted transaction's records are copied again by the next start, once
     assert step(MIRRORING, QueryFailed(NOW, "transaction", WHY, abort_on_send_failure=abort)) == (
-        State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW + RESTART_BACKOFF),
+        State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + QUICK_RESTART),
         [Do.FORGET, CountError("transaction"), Log(logging.WARNING, (
             "a transaction could not commit and was aborted; the query restarts from the positions the target "
-            f"committed in 5s: {WHY}"))])
+            f"committed in 0.5s: {WHY}"))])
 
 
 @pytest.mark.parametrize("abort", [False, True])
@@ -308,7 +324,7 @@ def test_a_lost_executor_restarts_the_query_at_once_never_the_daemon(abort):
            "most recent failure: Lost task 0.0 in stage 1.0 (TID 1) (127.0.0.1 executor 1): ExecutorLostFailure "
            "(executor 1 exited caused by one of the running tasks) Reason: Command exited with code 137")
     assert step(MIRRORING, QueryFailed(NOW, "executor", why, abort_on_send_failure=abort)) == (
-        State(Phase.RETRYING, ready=True, announced=True, retry_at=NOW),
+        State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW),
         [Do.FORGET, CountError("executor"), Log(logging.WARNING, (
             f"Spark lost the executor of a task; the query restarts now: {why}"))])
     state, _ = step(MIRRORING, QueryFailed(NOW, "executor", why, away=True))
@@ -317,7 +333,7 @@ def test_a_lost_executor_restarts_the_query_at_once_never_the_daemon(abort):
 
 def test_any_other_failure_while_both_answer_fails():
     assert step(MIRRORING, QueryFailed(NOW, "query", "java.lang.IllegalStateException: boom")) == (
-        replace_phase(MIRRORING, Phase.FAILED), [Do.FORGET, CountError("query"), Exit(MirrordError(
+        replace(MIRRORING, phase=Phase.FAILED, failed_at=NOW), [Do.FORGET, CountError("query"), Exit(MirrordError(
             "streaming query failed: java.lang.IllegalStateException: boom"))])
 
 
