@@ -1,5 +1,7 @@
 package io.mirrord.sink;
 
+import io.mirrord.fencing.FencedError;
+
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -100,8 +102,9 @@ final class StreamSenders {
         for (StreamSender sender : BUSY) {
             try {
                 sender.tick();
-            } catch (RuntimeException e) {
-                // remembered by the sender: its task's next send or its end fails with it; the timer goes on
+            } catch (RuntimeException | FencedError e) {
+                // remembered by the sender (a lapsed lease: by the fence), so its task's next send or its end fails
+                // with it; the timer goes on (a timer task that throws is never run again)
                 log.debug("timed work of {} failed: {}", sender.id(), e.toString());
             }
         }
