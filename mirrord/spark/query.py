@@ -44,14 +44,17 @@ SETTLE = 0.5  # seconds a drained query must stay drained before its stop counts
 class TargetTopics:
     """Creates each source topic's copy in the target (same partition count; with topic config sync, the
     source topic's own configs) before its records can be written, and adds partitions as the source
-    grows. The target is asked only about topics not yet seen."""
+    grows. The target is asked only about topics not yet seen. `on_ready` hears of each copy made or grown (the
+    streams take its new partitions up at once: io.mirrord.source.TargetCopies)."""
 
     def __init__(self, flow: Flow, source: admin.Cluster, target: admin.Cluster,
-                 on_refused: Callable[[str], None] = lambda _topic: None):
+                 on_refused: Callable[[str], None] = lambda _topic: None,
+                 on_ready: Callable[[dict[str, int]], None] = lambda _ready: None):
         self.flow = flow
         self.source = source
         self.target = target
         self.on_refused = on_refused
+        self.on_ready = on_ready
         self._ready: dict[str, int] = {}  # source topic → partitions known to exist in the target
 
     def ensure(self, wanted: dict[str, int]) -> None:
@@ -60,6 +63,7 @@ class TargetTopics:
             admin.ensure_topics(new, self.target, self.flow.policy,
                                 self.source if self.flow.settings.sync_topic_configs else None, self.on_refused)
             self._ready.update(new)
+            self.on_ready(new)
 
 
 class Query:

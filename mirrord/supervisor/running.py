@@ -120,8 +120,9 @@ class Mirroring:
             exactly_once.ensure_positions_topic(self.target, self.identity().positions_topic)
         for name in DELIVERIES:
             self.metrics.delivery.labels(flow.name, name).set(1 if name == flow.settings.delivery else 0)
-        self._target_topics = TargetTopics(flow, self.source, self.target,
-                                           lambda topic: self.metrics.config_refused.labels(flow.name, topic).inc())
+        self._target_topics = TargetTopics(
+            flow, self.source, self.target, lambda topic: self.metrics.config_refused.labels(flow.name, topic).inc(),
+            lambda ready: jvm_class(self.spark, "io.mirrord.source.TargetCopies").exist(ready))
         topics = self.topics()
         self.ensure_target_topics(topics)
         mode = self._choose()

@@ -115,12 +115,12 @@ final class StreamConsumer {
             if (now >= deadline) {
                 return null;
             }
-            if (until == null && now - lookedAt >= options.refreshMs) {
+            if (until == null && now - lookedAt >= topics.lookEveryMs()) {
                 look(now);
             } else if (until != null && now - progressAt >= options.refreshMs) {
                 stalled(now);
             }
-            fetch(Math.min(deadline - now, options.refreshMs));
+            fetch(Math.min(deadline - now, topics.lookEveryMs()));
         }
     }
 
@@ -207,7 +207,7 @@ final class StreamConsumer {
     private void look(long now) {
         lookedAt = now;
         Set<TopicPartition> assigned = consumer.assignment();
-        TopicLook.Change change = topics.change(assigned);
+        TopicLook.Change change = topics.change(assigned, now);
         if (change.none()) {
             return;
         }

@@ -2,11 +2,12 @@ package io.mirrord.source;
 
 import io.mirrord.metrics.Stats;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.slf4j.Logger;
@@ -15,8 +16,9 @@ import org.slf4j.LoggerFactory;
 /**
  * A stream's look at the source's topics from its own consumer, in the middle of a batch: which partitions
  * that match are gone, and, in real-time mode, which of this stream's ({@link Assignment}) appeared. A new
- * partition is taken up once it was seen at two looks running (the supervisor creates the target topic in
- * between). A partition gone is {@link #lost} from where the stream stopped handing it out.
+ * partition is taken up once its topic's copy exists on the target ({@link TargetCopies}, local mode), or once it
+ * was seen at looks {@code topic.refresh.ms} apart (the supervisor creates the copy in between). A partition gone is
+ * {@link #lost} from where the stream stopped handing it out.
  */
 final class TopicLook {
     private static final Logger log = LoggerFactory.getLogger(TopicLook.class);
@@ -29,12 +31,12 @@ final class TopicLook {
         }
     }
 
-    private final KafkaConsumer<byte[], byte[]> consumer;
+    private final Consumer<byte[], byte[]> consumer;
     private final SourceOptions options;
     private final int stream;
-    private Set<TopicPartition> seenOnce = Set.of();
+    private Map<TopicPartition, Long> waiting = Map.of();  // new partitions not taken up, and when first seen
 
-    TopicLook(KafkaConsumer<byte[], byte[]> consumer, SourceOptions options, int stream) {
+    TopicLook(Consumer<byte[], byte[]> consumer, SourceOptions options, int stream) {
         this.consumer = consumer;
         this.options = options;
         this.stream = stream;
@@ -49,8 +51,12 @@ final class TopicLook {
         }
     }
 
-    /** Real-time mode: the partitions of this stream that appeared (at two looks running), those assigned gone. */
-    Change change(Set<TopicPartition> assigned) {
+    /**
+     * Real-time mode, looking at {@code now}: the partitions of this stream that appeared and may be taken up (their
+     * target copy exists, or they were first seen {@code topic.refresh.ms} ago and at every look since), those
+     * assigned gone.
+     */
+    Change change(Set<TopicPartition> assigned, long now) {
         Set<TopicPartition> existing = existing();
         if (existing == null) {
             return new Change(Set.of(), Set.of());  // look again later
@@ -61,14 +67,28 @@ final class TopicLook {
                 mine.add(tp);
             }
         }
-        Set<TopicPartition> fresh = new HashSet<>(mine);
-        fresh.removeAll(assigned);
+        Set<TopicPartition> ready = new HashSet<>();
+        Map<TopicPartition, Long> seen = new HashMap<>();
+        for (TopicPartition tp : mine) {
+            if (!assigned.contains(tp)) {
+                long first = waiting.getOrDefault(tp, now);
+                if (TargetCopies.has(tp) || now - first >= options.refreshMs) {
+                    ready.add(tp);
+                } else {
+                    seen.put(tp, first);
+                }
+            }
+        }
+        waiting = seen;
         Set<TopicPartition> gone = new HashSet<>(assigned);
         gone.removeAll(mine);
-        Set<TopicPartition> ready = new HashSet<>(fresh);
-        ready.retainAll(seenOnce);
-        seenOnce = fresh;
         return new Change(ready, gone);
+    }
+
+    /** The time between looks: sooner while a partition waits for a target copy the supervisor will tell of. */
+    long lookEveryMs() {
+        return waiting.isEmpty() || !TargetCopies.told() ? options.refreshMs
+                : Math.min(TargetCopies.WAITING_LOOK_MS, options.refreshMs);
     }
 
     /**
