@@ -98,7 +98,14 @@ class TreeSampler:
 def thread_cpu(root: int) -> list[tuple[float, int, str, str]]:
     """(CPU seconds, pid, process name, thread name) of every thread in root's tree, most CPU first: where a
     contender's CPU went (thread names group Spark's task threads, Kafka's I/O threads, ...)."""
-    rows = []
+    return sorted(((cpu, pid, process, name) for (pid, _), (cpu, process, name) in threads(root).items()),
+                  reverse=True)
+
+
+def threads(root: int) -> dict[tuple[int, int], tuple[float, str, str]]:
+    """(pid, tid) -> (CPU seconds, process name, thread name) of every thread in root's tree now: two calls bound a
+    window (`window_cpu`)."""
+    out = {}
     for pid in tree(root):
         try:
             with open(f"/proc/{pid}/comm") as f:
@@ -114,8 +121,15 @@ def thread_cpu(root: int) -> list[tuple[float, int, str, str]]:
                 continue
             name = raw[raw.index(b"(") + 1:raw.rindex(b")")].decode("utf-8", "replace")
             fields = raw[raw.rindex(b")") + 2:].split()
-            rows.append(((int(fields[11]) + int(fields[12])) / TICK, pid, process, name))
-    return sorted(rows, reverse=True)
+            out[(pid, int(tid))] = ((int(fields[11]) + int(fields[12])) / TICK, process, name)
+    return out
+
+
+def window_cpu(before: dict, after: dict) -> list[tuple[float, int, str, str]]:
+    """thread_cpu's rows for the CPU each thread used between two `threads` calls (a backfill's copying; a thread
+    that ended in between is not counted)."""
+    rows = [(cpu - before.get(key, (0.0,))[0], key[0], process, name) for key, (cpu, process, name) in after.items()]
+    return sorted((row for row in rows if row[0] > 0), reverse=True)
 
 
 # Where a contender's CPU went, by thread name (threads.tsv): the threads that move records (Spark's task

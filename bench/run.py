@@ -37,7 +37,16 @@ from bench import report, stages
 from bench.cluster import Cluster
 from bench.contenders import JARS, PRODUCER, ROOT, STAGES, Contender, Ctx, Run, all_contenders
 from bench.latency import PROBE, encode
-from bench.procs import TICK, TreeSampler, cpu_by_kind, dump_flight_recordings, terminate, thread_cpu
+from bench.procs import (
+    TICK,
+    TreeSampler,
+    cpu_by_kind,
+    dump_flight_recordings,
+    terminate,
+    thread_cpu,
+    threads,
+    window_cpu,
+)
 from bench.shape import Shape, slots
 from tests.harness.kafka import KafkaBroker, java
 
@@ -356,6 +365,8 @@ class Bench:
         t_first = t_done = t_read = None
         first_copied = copied = first_read = read = 0
         cpu_first = cpu_done = None  # the tree's CPU at the first copied record and when the copy was done
+        threads_first: dict = {}  # and each thread's, for threads-copying.tsv
+        copying: list = []
         group = c.group(run)
         status = "ok"
         try:
@@ -368,6 +379,7 @@ class Bench:
                 if copied and t_first is None:
                     t_first, first_copied, first_read = now, copied, read
                     cpu_first = launched.sampler.cpu_now()
+                    threads_first = threads(proc.pid)
                 if t_read is None and committed and all(committed.get(p, 0) >= e for p, e in want.items()):
                     t_read = now
                 if c.drops:
@@ -377,6 +389,9 @@ class Bench:
                 if done and t_done is None:
                     t_done = now
                     cpu_done = launched.sampler.cpu_now()
+                    copying = window_cpu(threads_first, threads(proc.pid))
+                    (run.workdir / "threads-copying.tsv").write_text(
+                        "".join(f"{cpu:.2f}\t{pid}\t{process}\t{name}\n" for cpu, pid, process, name in copying))
                 if t_done is not None and (t_read is not None or not group or now - t_done > 30):
                     break  # and, for a mirror with a group, its commit of the source's end (for read_per_s)
                 self._fail_if_exited(proc, run)
@@ -402,6 +417,7 @@ class Bench:
         read_secs = (t_read - t_first) if t_first and t_read else 0.0
         res["read_per_s"] = (read - first_read) / read_secs if read_secs > 0 else None
         size = SIZES[workload]
+        res["cpu_copying_by_thread_kind"] = cpu_by_kind(copying)
         res.update(status=status, topics=len(topics), partitions=len(want), records=total, copied=copied,
                    seconds=secs, records_per_s=rate,
                    mb_per_s=rate * size / 1e6, startup_seconds=(t_first - t_launch) if t_first else None,
