@@ -46,7 +46,7 @@ LATER = ["tests/integration/test_positions.py::"
          "test_a_topic_a_stream_took_up_and_that_was_recreated_under_it_is_copied_whole",
          "tests/integration/test_upgrade.py", "tests/integration/test_claims.py", "tests/integration/test_cycle.py",
          "tests/integration/test_acls.py", "tests/observability/test_prometheus_live.py",
-         "tests/faults/test_election_outage.py", "tests/faults/test_full_pool.py",
+         "tests/faults/test_election_outage.py", "tests/faults/test_full_pool.py", "tests/faults/test_slow_link.py",
          "tests/faults/test_stalled_commit.py",
          "tests/faults/test_exactly_once.py::test_a_host_frozen_mid_transaction_is_fenced_by_the_broker_when_the_layout_"
          "changed"]

@@ -9,6 +9,9 @@ partition between that process tree and one cluster while every other process st
     target.heal()                         # the connections of the cut are reset, new ones pass again
     ns.close()
 
+A relay may also be a slow link: `ns.relay(port, rate=2 << 20)` carries at most that many bytes a second towards
+the cluster, over all its connections together (a WAN link between regions), and the replies as they come.
+
 What a cut is: a black hole, as a partition that drops packets. Bytes sent during it are lost; nothing
 answers, so a client sees silence, not a refusal (its request times out). What a heal is: the connections
 that lived through the cut are reset at both ends, as when the partition outlasted TCP's retransmissions,
@@ -56,9 +59,10 @@ class Namespace:
         """The prefix that runs a command inside (nsenter execs it: the pid is the command's own)."""
         return ["nsenter", f"--net={self.path}", "--"]
 
-    def relay(self, port: int) -> Relay:
-        """127.0.0.1:`port` inside the namespace reaches 127.0.0.1:`port` outside, until cut."""
-        relay = Relay(self._listen(port), port)
+    def relay(self, port: int, rate: float | None = None) -> Relay:
+        """127.0.0.1:`port` inside the namespace reaches 127.0.0.1:`port` outside, until cut; `rate`: at most that
+        many bytes a second towards it."""
+        relay = Relay(self._listen(port), port, rate)
         self.relays.append(relay)
         return relay
 
@@ -99,9 +103,11 @@ class Namespace:
 class Relay:
     """One port's relay; `cut()` and `heal()` from the test's thread."""
 
-    def __init__(self, listener: socket.socket, port: int):
+    def __init__(self, listener: socket.socket, port: int, rate: float | None = None):
         self.listener = listener
         self.port = port
+        self.rate = rate
+        self._free_at = 0.0  # time.monotonic() when the slow link has carried what it was given
         self._lock = threading.Lock()
         self._cut = False
         self._links: set[_Link] = set()
@@ -155,6 +161,15 @@ class Relay:
                 self._links.add(link)
             link.start()
 
+    def carry(self, size: int) -> None:
+        """Waits while a slow link carries `size` bytes after what it was given before."""
+        if self.rate is None:
+            return
+        with self._lock:
+            done = max(time.monotonic(), self._free_at) + size / self.rate
+            self._free_at = done
+        time.sleep(max(0.0, done - time.monotonic()))
+
     def _gone(self, link: _Link) -> None:
         with self._lock:
             self._links.discard(link)
@@ -171,18 +186,20 @@ class _Link:
         self._done = threading.Event()
 
     def start(self) -> None:
-        threading.Thread(target=self._pump, args=(self.inner, self.outer), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.inner, self.outer, True), daemon=True).start()
         if self.outer is not None:
-            threading.Thread(target=self._pump, args=(self.outer, self.inner), daemon=True).start()
+            threading.Thread(target=self._pump, args=(self.outer, self.inner, False), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket | None) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket | None, towards_cluster: bool) -> None:
         try:
             while True:
-                data = src.recv(65536)
+                data = src.recv(16384)
                 if not data:
                     break
                 if self.silenced or dst is None:
                     continue  # a black hole: read and dropped, nothing answers
+                if towards_cluster:
+                    self.relay.carry(len(data))
                 dst.sendall(data)
         except OSError:
             pass

@@ -233,7 +233,7 @@ public final class MirrorWriter extends PythonForeachWriter {
         if (idPrefix == null) {
             StreamSends sends = new StreamSends(id, new KafkaProducer<>(config), syncsTopic, offsetLagMax,
                     StreamSends.SYNCS_FLUSH_MS, Stats.EXECUTOR, targetPrefix, true,
-                    StreamProducers.queueBound(producerConfig));
+                    StreamProducers.bound(producerConfig));
             sends.nameTargetTopics(producerConfig, targetPrefix);
             log.info("stream {} writes with a producer of its own (batch.size {}, buffer.memory {})", stream,
                     config.getOrDefault(ProducerConfig.BATCH_SIZE_CONFIG, "Kafka's default"),

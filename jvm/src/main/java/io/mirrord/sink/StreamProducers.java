@@ -19,7 +19,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * {@code linger.ms} stays at mirrord's default (5 ms, mirrord/settings/translate.py).
  *
  * <p>Whatever the pool, a stream's records awaiting acknowledgement are at most {@value #QUEUED_PER_DELIVERY_SECOND}
- * bytes per second of {@code delivery.timeout.ms} (at least {@value #MIN_QUEUED}; {@link #queueBound}).
+ * bytes per second of {@code delivery.timeout.ms} (at least {@value #MIN_QUEUED}; {@link #queueBound}), and no more
+ * than the target acknowledges in a third of it ({@link QueueBound}).
  */
 final class StreamProducers {
     static final long PER_STREAM_BATCHES = 16L << 20;
@@ -69,6 +70,16 @@ final class StreamProducers {
         }
         long ms = Long.parseLong(delivery.trim());
         return Math.max(MIN_QUEUED, ms * QUEUED_PER_DELIVERY_SECOND / 1000);  // no overflow below 2^31 ms
+    }
+
+    /**
+     * A stream's {@link QueueBound}: {@link #queueBound} at most, and what the target acknowledges in a third of
+     * {@code delivery.timeout.ms}.
+     */
+    static QueueBound bound(Map<String, String> properties) {
+        String delivery = properties.get(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG);
+        return delivery == null ? QueueBound.fixed(Long.MAX_VALUE)
+                : QueueBound.following(queueBound(properties), Long.parseLong(delivery.trim()));
     }
 
     static int batchSize(int partitions) {

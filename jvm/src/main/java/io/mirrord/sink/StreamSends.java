@@ -29,8 +29,8 @@ import org.slf4j.LoggerFactory;
  * fails the task if any send failed, so Spark never commits a batch past a record the target does not hold;
  * a failed send also fails the task's next one. The sender stays with the stream while no send failed: what it
  * still has in flight when a task fails or the query stops is delivered, and counts. No more record bytes await
- * acknowledgement than {@link StreamProducers#queueBound} allows: a send past it waits for room first; a record the
- * producer refuses before appending it (a full pool, a topic's metadata not come) is sent again, in its place.
+ * acknowledgement than its {@link QueueBound} allows: a send past it waits for room first; a record the producer
+ * refuses before appending it (a full pool, a topic's metadata not come) is sent again, in its place.
  */
 final class StreamSends implements StreamSender {
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
@@ -43,10 +43,11 @@ final class StreamSends implements StreamSender {
     private final OffsetSyncWriter syncs;  // null: no offset syncs
     private final SourcePartitions partitions;
     private volatile KafkaException failure;  // the first send that failed
-    private final long queueBound;  // bytes of records awaiting acknowledgement before a send waits
+    private final QueueBound bound;  // bytes of records awaiting acknowledgement before a send waits
     private final AtomicLong queued = new AtomicLong();
     private final WarnLimiter poolFullLines = new WarnLimiter(60_000);  // at most a line a minute
     private final WarnLimiter refusedLines = new WarnLimiter(60_000);  // metadata not come: a line a minute
+    private final WarnLimiter followedLines = new WarnLimiter(60_000);  // the bound under the fixed one: a line a minute
 
     /**
      * {@code syncsTopic} empty or null: no offset syncs; else they are written by a thread of their own
@@ -54,14 +55,15 @@ final class StreamSends implements StreamSender {
      */
     StreamSends(String id, Producer<byte[], byte[]> producer, String syncsTopic, long offsetLagMax, long flushMs,
                 Stats stats, String targetPrefix, boolean background) {
-        this(id, producer, syncsTopic, offsetLagMax, flushMs, stats, targetPrefix, background, Long.MAX_VALUE);
+        this(id, producer, syncsTopic, offsetLagMax, flushMs, stats, targetPrefix, background,
+                QueueBound.fixed(Long.MAX_VALUE));
     }
 
-    /** {@code queueBound}: the bytes of records awaiting acknowledgement past which a send waits for room. */
+    /** {@code bound}: the bytes of records awaiting acknowledgement past which a send waits for room. */
     StreamSends(String id, Producer<byte[], byte[]> producer, String syncsTopic, long offsetLagMax, long flushMs,
-                Stats stats, String targetPrefix, boolean background, long queueBound) {
+                Stats stats, String targetPrefix, boolean background, QueueBound bound) {
         this.id = id;
-        this.queueBound = queueBound;
+        this.bound = bound;
         this.producer = producer;
         this.syncs = syncsTopic == null || syncsTopic.isEmpty() ? null
                 : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, flushMs, stats, background);
@@ -95,7 +97,11 @@ final class StreamSends implements StreamSender {
                 new ProducerRecord<>(source.target, source.partition, timestampMs, key, value, headers);
         Delivery delivery = new Delivery(source, offset, source.incarnation.get(), bytes);
         source.sending(bytes);
-        queued.addAndGet(bytes);
+        long ahead = queued.addAndGet(bytes);
+        if (bound.sample()) {
+            delivery.ahead = ahead;
+            delivery.sentNanos = System.nanoTime();
+        }
         try {
             while (!appended(record, delivery)) {
                 throwIfFailedOrFenced(source);  // while the pool stayed full (its bytes count already: no awaitRoom)
@@ -109,7 +115,7 @@ final class StreamSends implements StreamSender {
 
     /** Throws an earlier send's failure; waits for room in the bound; throws once the lease lapsed. */
     private void admit(SourcePartition source) {
-        if (queued.get() > queueBound) {
+        if (queued.get() > bound.get()) {
             awaitRoom();  // before the lease is looked at: it may lapse meanwhile
         }
         throwIfFailedOrFenced(source);
@@ -171,7 +177,15 @@ final class StreamSends implements StreamSender {
      * delivery timeout (docs/decisions.md §2). Acknowledgements or failures end the wait within that timeout.
      */
     private void awaitRoom() {
-        while (queued.get() > queueBound && failure == null) {
+        if (bound.followed()) {
+            long held = followedLines.admit();
+            if (held >= 0) {
+                log.warn("{}: the target acknowledges slowly; the stream waits with {} KiB of records awaiting "
+                        + "acknowledgement, about a third of delivery.timeout.ms, and holds the rest in the source "
+                        + "({} more such waits since the last line; docs/decisions.md §2)", id, bound.get() >> 10, held);
+            }
+        }
+        while (queued.get() > bound.get() && failure == null) {
             LockSupport.parkNanos(WAIT_NANOS);
             if (Thread.currentThread().isInterrupted()) {  // the interrupt stays set for Spark to see
                 throw new InterruptException("waiting for the target's acknowledgements");
@@ -239,6 +253,8 @@ final class StreamSends implements StreamSender {
         private final long bytes;
         private Thread sending;  // the thread in producer.send(record, this), while it is in it
         private TimeoutException refused;  // refused before the append, in the sending thread: nothing was sent
+        private long ahead;  // a timed record's: the bytes awaiting acknowledgement when it was sent, its own included
+        private long sentNanos;  // and when (System.nanoTime): 0 for a record not timed
 
         Delivery(SourcePartition source, long offset, long readIn, long bytes) {
             this.source = source;
@@ -263,6 +279,9 @@ final class StreamSends implements StreamSender {
             } else if (metadata != null && metadata.hasTimestamp()) {
                 latencyMs = System.currentTimeMillis() - metadata.timestamp();
                 StageClock.reached(StageClock.ACKED, offset, metadata.timestamp());
+            }
+            if (exception == null && sentNanos != 0) {
+                bound.acknowledged(ahead, System.nanoTime() - sentNanos);
             }
             source.acknowledged(offset, readIn, metadata, exception, latencyMs, syncs);
             queued.addAndGet(-bytes);

@@ -35,9 +35,19 @@ public final class SendsFixture {
 
     /** On {@code producer}, a {@link MockProducer} of {@link #target()} that completes nothing by itself. */
     SendsFixture(Stats stats, long queueBound, MockProducer<byte[], byte[]> producer) {
+        this(stats, QueueBound.fixed(queueBound), producer);
+    }
+
+    /** With {@code bound}. */
+    SendsFixture(Stats stats, QueueBound bound) {
+        this(stats, bound, new MockProducer<>(target(), false, null, new ByteArraySerializer(),
+                new ByteArraySerializer()));
+    }
+
+    private SendsFixture(Stats stats, QueueBound bound, MockProducer<byte[], byte[]> producer) {
         this.producer = producer;
         sends = new StreamSends("at-least-once-0", producer, OffsetSyncWriterTest.SYNCS, 100, 1000, stats, "src.",
-                false, queueBound);
+                false, bound);
     }
 
     /** A target cluster of one broker with {@value #TARGET}'s partitions 0 to 7: offsets count per partition. */

@@ -1,0 +1,74 @@
+package io.mirrord.sink;
+
+/**
+ * How many record bytes of a stream may await the target's acknowledgement before its next send waits
+ * (docs/decisions.md §2). At most the fixed bound ({@link StreamProducers#queueBound}); under leader election it
+ * follows the rate at which the target acknowledges, so a record waits in the producer about a third of its
+ * delivery timeout at most: a slower target (behind a slow link, a WAN between regions) then holds the records in
+ * the source, where they wait without expiring, instead of in the producer, where they expire and restart the
+ * query. One record in {@link #SAMPLE_EVERY} is timed from its send to its acknowledgement; the
+ * bytes queued ahead of it when it was sent, over that time, are the target's rate (Little's law). It starts at the
+ * floor, so a slow link's first burst does not expire either; a quick target raises it within a few hundred
+ * records.
+ */
+final class QueueBound {
+    static final int SAMPLE_EVERY = 16;  // a power of two
+    static final long FLOOR = 64L << 10;  // or a quarter of the fixed bound, if less
+    private static final int WEIGHT = 8;  // each sample moves the bound an eighth of the way
+    private final long max;
+    private final long targetNanos;  // 0: fixed at max
+    private volatile long bound;
+    private int sends;  // the sending thread's count
+
+    private QueueBound(long max, long targetNanos) {
+        this.max = max;
+        this.targetNanos = targetNanos;
+        this.bound = targetNanos == 0 ? max : clamp(0);  // following: from the floor up, as acknowledgements come
+    }
+
+    /** A bound that stays at {@code max} (no delivery timeout: the producer waits for the target). */
+    static QueueBound fixed(long max) {
+        return new QueueBound(max, 0);
+    }
+
+    /**
+     * At most {@code max} bytes, and no more than the target acknowledges in a third of {@code deliveryMs} (never
+     * below {@link #FLOOR} or a quarter of {@code max}, whichever is less).
+     */
+    static QueueBound following(long max, long deliveryMs) {
+        return new QueueBound(max, Math.max(1, deliveryMs) * 1_000_000L / 3);
+    }
+
+    long get() {
+        return bound;
+    }
+
+    /** Whether the target's rate holds the bound under the fixed one. */
+    boolean followed() {
+        return bound < max;
+    }
+
+    /** In the sending thread, once a send: whether this record is to be timed. */
+    boolean sample() {
+        return targetNanos > 0 && (++sends & (SAMPLE_EVERY - 1)) == 0;
+    }
+
+    /**
+     * A timed record acknowledged {@code waitNanos} after its send, with {@code ahead} bytes (its own included)
+     * awaiting acknowledgement when it was sent; in the producer's I/O thread.
+     */
+    void acknowledged(long ahead, long waitNanos) {
+        if (targetNanos == 0) {
+            return;
+        }
+        double rate = (double) ahead / Math.max(1, waitNanos);  // bytes a nanosecond
+        long wanted = clamp((long) Math.min(Long.MAX_VALUE, rate * targetNanos));
+        long now = bound;
+        long step = (wanted - now) / WEIGHT;
+        bound = clamp(step == 0 ? wanted : now + step);
+    }
+
+    private long clamp(long bytes) {
+        return Math.max(Math.min(FLOOR, max / 4), Math.min(max, bytes));
+    }
+}
