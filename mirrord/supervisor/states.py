@@ -30,6 +30,8 @@ RESTART_BACKOFF = 5.0
 # clusters answer: a loaded target that answered a request late costs a second, not six (docs/decisions.md §11).
 QUICK_RESTART = 0.5
 STABLE_FOR = 60.0
+# Kafka's producer's words for a batch it expired (delivery.timeout.ms passed before the target acknowledged it).
+EXPIRED = "has passed since batch creation"
 START_ATTEMPTS = 5  # failed starts while both clusters answer before mirrord gives up (and systemd restarts it)
 STANDBY_AFTER = 5.0  # no assignment this long after joining the election: another host has it
 OUTAGE_MEMORY = 600.0  # a query that fails within this of an outage failed because of it
@@ -297,7 +299,14 @@ def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action
     if failed.kind == "deleted":  # the next start resumes past them, and reports them lost
         return replace(state, phase=Phase.RETRYING, retry_at=failed.now), done + [Log(logging.WARNING, (
             f"the source deleted records before mirrord read them; restarting past them: {failed.why}"))]
-    if failed.recent_outage or failed.away or failed.kind in ("timeout", "lapsed"):
+    if failed.kind == "timeout" and EXPIRED in failed.why and not (failed.recent_outage or failed.away):
+        said = Log(logging.WARNING, (
+            "records expired in the producer before the target acknowledged them, while both clusters answer; the "
+            f"query restarts from the acknowledged positions in {backoff:g}s. Under leader election a record has "
+            "3/10 of leader.session.timeout.ms to be acknowledged: if this recurs, the target is too slow for the "
+            "flow's partitions in that time, and a longer session gives them more (docs/decisions.md §6): "
+            f"{failed.why}"))
+    elif failed.recent_outage or failed.away or failed.kind in ("timeout", "lapsed"):
         said = Log(logging.WARNING, "the streaming query stopped while a cluster was unreachable; it restarts from "
                    f"its checkpoint when both answer: {failed.why}")
     elif failed.kind == "transaction":  # aborted: the next start copies its records again, once (decisions §12)

@@ -307,6 +307,21 @@ def test_a_client_timeout_or_a_lapsed_lease_while_both_answer_is_an_outage_not_a
         [Do.FORGET, CountError(kind), Log(logging.WARNING, OUTAGE_LINE)])
 
 
+def test_records_expired_while_both_answer_name_the_session_that_gives_them_more_time():
+    # 2,000 partitions on a loaded target: batches waited past election's 3 s while both clusters answered
+    why = ("org.apache.kafka.common.errors.TimeoutException: Expiring 56 record(s) for lat-1738:3028 ms has passed "
+           "since batch creation")
+    assert step(MIRRORING, QueryFailed(NOW, "timeout", why)) == (
+        State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + QUICK_RESTART),
+        [Do.FORGET, CountError("timeout"), Log(logging.WARNING, (
+            "records expired in the producer before the target acknowledged them, while both clusters answer; the "
+            "query restarts from the acknowledged positions in 0.5s. Under leader election a record has 3/10 of "
+            "leader.session.timeout.ms to be acknowledged: if this recurs, the target is too slow for the flow's "
+            f"partitions in that time, and a longer session gives them more (docs/decisions.md §6): {why}"))])
+    _, said = step(MIRRORING, QueryFailed(NOW, "timeout", why, recent_outage=True))  # an outage's expiry: as before
+    assert said[-1] == Log(logging.WARNING, OUTAGE_LINE.replace(WHY, why))
+
+
 @pytest.mark.parametrize("abort", [False, True])
 def test_an_aborted_transaction_restarts_from_the_targets_positions_whatever_abort_on_send_failure(abort):
     # exactly once: the aborted transaction's records are copied again by the next start, once
