@@ -38,10 +38,19 @@ logger.state.level = WARN
 """
 
 
+_GIVEN: set[int] = set()  # ports free_port handed out in this process: the kernel may offer a released one again
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on, and not one this process was given before (two calls in a row could get
+    the same port back, and a broker's two listeners on one port refuse to start)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def classpath() -> str:
