@@ -15,9 +15,11 @@ final class QueueBound {
     static final int SAMPLE_EVERY = 16;  // a power of two
     static final long FLOOR = 64L << 10;  // or a quarter of the fixed bound, if less
     private static final int WEIGHT = 8;  // each sample moves the bound an eighth of the way
+    static final int SETTLED = 64;  // samples after which the bound says what the target takes, not where it began
     private final long max;
     private final long targetNanos;  // 0: fixed at max
     private volatile long bound;
+    private volatile int samples;  // written by the producer's I/O thread only, up to SETTLED
     private int sends;  // the sending thread's count
 
     private QueueBound(long max, long targetNanos) {
@@ -43,9 +45,9 @@ final class QueueBound {
         return bound;
     }
 
-    /** Whether the target's rate holds the bound under the fixed one. */
+    /** Whether the target's rate holds the bound under the fixed one (not merely its start from the floor). */
     boolean followed() {
-        return bound < max;
+        return samples >= SETTLED && bound < max;
     }
 
     /** In the sending thread, once a send: whether this record is to be timed. */
@@ -63,6 +65,9 @@ final class QueueBound {
         }
         double rate = (double) ahead / Math.max(1, waitNanos);  // bytes a nanosecond
         long wanted = clamp((long) Math.min(Long.MAX_VALUE, rate * targetNanos));
+        if (samples < SETTLED) {
+            samples++;
+        }
         long now = bound;
         long step = (wanted - now) / WEIGHT;
         bound = clamp(step == 0 ? wanted : now + step);

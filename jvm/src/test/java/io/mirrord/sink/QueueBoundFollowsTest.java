@@ -29,8 +29,10 @@ class QueueBoundFollowsTest {
     void aTargetAcknowledgingThreeMibASecondBringsTheBoundToOneSecondOfIt() {
         QueueBound bound = QueueBound.following(12 * MIB, 3000);  // the default election's delivery timeout
         assertEquals(64 << 10, bound.get());  // from the floor up
+        assertFalse(bound.followed());  // its start is not the target's rate: no journal line for it
         feed(bound, 200, 6 * MIB, 2 * SECOND);  // 6 MiB ahead acknowledged after 2 s: 3 MiB a second
         assertEquals(3 * MIB, bound.get(), MIB / 100);
+        assertTrue(bound.followed());
     }
 
     @Test
@@ -39,6 +41,7 @@ class QueueBoundFollowsTest {
         feed(bound, 200, 6 * MIB, 2 * SECOND);
         feed(bound, 200, 3 * MIB, SECOND / 10);  // 30 MiB a second
         assertEquals(12 * MIB, bound.get());
+        assertFalse(bound.followed());
     }
 
     @Test
