@@ -9,7 +9,7 @@ package io.mirrord.sink;
  * query. One record in {@link #SAMPLE_EVERY} is timed from its send to its acknowledgement; the
  * bytes queued ahead of it when it was sent, over that time, are the target's rate (Little's law). It starts at the
  * floor, so a slow link's first burst does not expire either; a quick target raises it within a few hundred
- * records.
+ * records (30 samples: {@code QueueBoundFollowsTest}).
  */
 final class QueueBound {
     static final int SAMPLE_EVERY = 16;  // a power of two
