@@ -253,7 +253,8 @@ class Mirrord(Contender):
         return f"bench-mirrord-{run.id}"
 
     def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
-        own = {k: v for k, v in self.conf.items() if not k.startswith(("consumer.", "producer.", "java."))}
+        own = {k: v for k, v in self.conf.items() if not k.startswith(("consumer.", "producer.", "java.", "spark."))}
+        spark = {k: v for k, v in self.conf.items() if k.startswith("spark.")}
         extra = {side: {k.removeprefix(side): v for k, v in self.conf.items() if k.startswith(side)}
                  for side in ("consumer.", "producer.")}
         consumer = properties(run.workdir / "consumer.properties", {
@@ -274,11 +275,12 @@ class Mirrord(Contender):
             java.append(f"-Dmirrord.stages={(run.workdir / STAGES).resolve()}")
         if any(java):
             env["JAVA_TOOL_OPTIONS"] = " ".join([env.get("JAVA_TOOL_OPTIONS", ""), *java]).strip()
-        if not own and not self.sections:
+        if not own and not spark and not self.sections:
             return [mirrord, *[a for k, v in settings.items() for a in (f"--{k}", v)]], env
         conf = run.workdir / "mirrord.conf"
         conf.write_text("[mirrord]\n" + "".join(f"{k} = {v}\n" for k, v in {**settings, **own}.items())
-                        + self.sections)
+                        + self.sections + ("[spark]\n" if spark else "")
+                        + "".join(f"{k} = {v}\n" for k, v in spark.items()))
         return [mirrord, "--config", str(conf)], env
 
 
@@ -289,7 +291,8 @@ def all_contenders() -> list[Contender]:
     `consumer.X` and `producer.X` go to its consumer.properties and producer.properties as X (`producer.X=` with no
     value leaves the common tuning's X out: `sized:producer.batch.size=,producer.linger.ms=` lets mirrord size each
     stream's producer itself), `java.options` to its JVM (JAVA_TOOL_OPTIONS; one option, as values cannot hold a
-    comma)."""
+    comma), `spark.X` to its mirrord.conf's [spark] section (after mirrord's own JVM options, so
+    `spark.driver.extraJavaOptions=-XX:G1HeapRegionSize=1m` undoes mirrord's heap regions)."""
     out: list[Contender] = [MirrorMaker2(), MirrorMaker2(name="mm2-streams", tasks="streams",
                                                          label="MirrorMaker 2 (dedicated, 4.2.0, tasks.max = streams)"),
                             Mirrord(),

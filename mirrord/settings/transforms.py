@@ -14,6 +14,7 @@ which is only called for records the filter or the sample drops and always retur
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 DROPPED_UDF = ("mirrord_dropped", "io.mirrord.metrics.DroppedUdf")
@@ -91,6 +92,13 @@ def replaced(t: Transform) -> dict[str, str]:
     if t.drop_headers:
         out["headers"] = headers_without(t.drop_headers)
     return out
+
+
+def bytes_kept(ts: Iterable[Transform]) -> bool:
+    """Whether every record's key and value reach the writer as the source read them: no transform rewrites either
+    (filters, samples and dropped headers keep them). The writer then sends the consumer's own arrays
+    (docs/decisions.md §2, "A record's bytes, once")."""
+    return not any(t.key or t.value for t in ts)
 
 
 def select(t: Transform) -> list[str]:

@@ -102,9 +102,11 @@ def java_writer(spark, flow: Flow, streams: int, partitions: int, identity: Flow
     writer = spark._jvm.io.mirrord.sink.MirrorWriter
     common = (streams, partitions, sized, flow.offset_syncs_topic, s.offset_lag_max, flow.policy.target_prefix)
     if s.delivery == EXACTLY_ONCE:
-        return writer.exactlyOnce(exactly_once.producer_config(flow), *common, identity.transactional_prefix,
+        made = writer.exactlyOnce(exactly_once.producer_config(flow), *common, identity.transactional_prefix,
                                   identity.positions_topic, s.transaction_interval_ms)
-    return writer.atLeastOnce(flow.target_properties, *common)
+    else:
+        made = writer.atLeastOnce(flow.target_properties, *common)
+    return made.sourceArrays(transforms.bytes_kept(s.transforms))
 
 
 def _kafka_source_schema():

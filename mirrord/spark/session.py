@@ -31,19 +31,24 @@ WRITER = "io.mirrord.sink.MirrorWriter"
 PLUGIN = "io.mirrord.metrics.MirrordPlugin"
 # the writer's plugin first: an executor's stop closes the streams' senders, then the metrics ship the last counts
 PLUGINS = f"io.mirrord.sink.WriterPlugin,{PLUGIN}"
-# The JVM options mirrord sets (its log4j2 configuration) and a [spark] section adds to.
+# The JVM options mirrord sets (its log4j2 configuration, its heap's regions) and a [spark] section adds to.
 JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+# A consumer's fetch response is one array of up to max.partition.fetch.bytes (1 MiB) a partition; in G1's 1 MiB
+# regions (its choice for heaps under 2 GiB) every array of half a region or more is humongous: allocated outside
+# the young generation, and each such allocation may start a collection. Regions of 16 MiB keep a stream's fetches
+# of up to 8 MiB young (docs/decisions.md §1). An option of the [spark] section's comes later and wins.
+HEAP_REGIONS = "-XX:G1HeapRegionSize=16m"
 
 
 def spark_conf(settings: Settings, jars: list[str]) -> dict[str, str]:
     """The SparkSession's settings: mirrord's, the [spark] section's, and what mirrord adds to both.
 
-    The [spark] section's JVM options come after mirrord's own (its log4j2 configuration) instead of
-    replacing them, as its plugins come after mirrord's plugin."""
-    log4j = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'}"
+    The [spark] section's JVM options come after mirrord's own (its log4j2 configuration, its heap's regions)
+    instead of replacing them, as its plugins come after mirrord's plugin."""
+    own = f"-Dlog4j2.configurationFile=file:{PACKAGE_DIR / 'log4j2.properties'} {HEAP_REGIONS}"
     user = dict(settings.spark_conf)
     plugins = ",".join(p for p in (PLUGINS, user.pop("spark.plugins", "")) if p)
-    java = {key: " ".join(o for o in (log4j, user.pop(key, "").strip()) if o) for key in JAVA_OPTIONS}
+    java = {key: " ".join(o for o in (own, user.pop(key, "").strip()) if o) for key in JAVA_OPTIONS}
     own_regex = user.pop("spark.redaction.regex", "")
     return {
         "spark.jars": ",".join(jars),

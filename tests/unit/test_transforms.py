@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirrord.settings.transforms import COLUMNS, Transform, full_match, select, sql_string, where
+from mirrord.settings.transforms import COLUMNS, Transform, bytes_kept, full_match, select, sql_string, where
 
 
 def test_records_of_other_topics_pass_and_dropped_records_are_counted_under_the_transform():
@@ -31,3 +31,11 @@ def test_only_the_rewritten_columns_change_and_only_on_matching_topics():
 def test_regexes_and_names_are_quoted_for_spark_sql():
     assert sql_string("it's a \\d") == "'it\\'s a \\\\d'"
     assert full_match("topic", "a'b") == "topic RLIKE '^(?:a\\'b)$'"
+
+
+def test_the_writer_sends_the_consumers_arrays_only_when_no_transform_rewrites_key_or_value():
+    keeps = [Transform("f", ".*", filter="value IS NOT NULL"), Transform("s", ".*", sample=0.5),
+             Transform("h", ".*", drop_headers="authorization")]
+    assert bytes_kept([]) and bytes_kept(keeps)
+    assert not bytes_kept([*keeps, Transform("k", "prd-.*", key="upper(CAST(key AS STRING))")])
+    assert not bytes_kept([Transform("v", "prd-users", value="CAST(value AS STRING)"), *keeps])

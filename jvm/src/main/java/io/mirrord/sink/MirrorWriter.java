@@ -5,10 +5,12 @@ import io.mirrord.fencing.FencedError;
 import io.mirrord.metrics.StageClock;
 import io.mirrord.metrics.Stats;
 import io.mirrord.source.Assignment;
+import io.mirrord.source.Handed;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
@@ -69,6 +71,8 @@ public final class MirrorWriter extends PythonForeachWriter {
     private final String positionsTopic;
     private final long intervalMs;
     private final String run = UUID.randomUUID().toString();  // this query start's writer, in every task's copy
+    private boolean sourceArrays;  // no transform rewrites key or value: the consumer's arrays are the row's bytes
+    private transient Handed handed;  // the record the task thread's reader made the row of
     private transient StreamSender sender;
     private transient long epoch;  // the batch of this task
     private transient HeaderKeys headerKeys;
@@ -114,6 +118,16 @@ public final class MirrorWriter extends PythonForeachWriter {
         return prefix + "-" + stream;
     }
 
+    /**
+     * Whether no transform of the query rewrites a record's key or value (mirrord/spark/pipeline.py says so): then a
+     * row's key and value are those of the record the task's reader made it of, and that record's own arrays are
+     * sent, not a copy of the row's bytes (docs/decisions.md §2, "A record's bytes, once").
+     */
+    public MirrorWriter sourceArrays(boolean untransformed) {
+        sourceArrays = untransformed;
+        return this;
+    }
+
     /** Stops every stream's sender this JVM keeps (the query stopped): what they buffered is delivered. */
     public static void closeAll() {
         StreamSenders.closeAll();
@@ -133,6 +147,9 @@ public final class MirrorWriter extends PythonForeachWriter {
         if (headerKeys == null) {
             headerKeys = new HeaderKeys();
         }
+        if (sourceArrays && handed == null) {
+            handed = Handed.onThisThread();  // Spark opens a task's writer in the thread that runs the task
+        }
         return true;
     }
 
@@ -151,12 +168,20 @@ public final class MirrorWriter extends PythonForeachWriter {
         }
         Long timestamp = row.isNullAt(TIMESTAMP) ? null : row.getLong(TIMESTAMP);
         long offset = row.getLong(OFFSET);
-        s.send(s.partitions().of(topic, partition), offset,
-                timestamp != null && timestamp >= 0 ? timestamp : null,  // unknown: the producer's clock
-                row.getBinary(KEY), row.getBinary(VALUE), headers(row));
+        SourcePartition source = s.partitions().of(topic, partition);
+        ConsumerRecord<byte[], byte[]> record = handed == null ? null : handed.last();
+        boolean same = isRowOf(record, source.tp, offset);
+        s.send(source, offset, timestamp != null && timestamp >= 0 ? timestamp : null,  // unknown: the producer's clock
+                same ? record.key() : row.getBinary(KEY), same ? record.value() : row.getBinary(VALUE), headers(row));
         if (timestamp != null) {
             StageClock.reached(StageClock.SENT, offset, timestamp);
         }
+    }
+
+    /** Whether {@code record} is the one at {@code offset} of {@code tp}: a row's, when the row says so. */
+    static boolean isRowOf(ConsumerRecord<byte[], byte[]> record, TopicPartition tp, long offset) {
+        return record != null && record.offset() == offset && record.partition() == tp.partition()
+                && record.topic().equals(tp.topic());
     }
 
     private Headers headers(UnsafeRow row) {

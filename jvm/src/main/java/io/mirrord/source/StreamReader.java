@@ -15,6 +15,7 @@ import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeRead;
 final class StreamReader implements SupportsRealTimeRead<InternalRow> {
     private final StreamConsumer consumer;
     private final Rows rows = new Rows();
+    private Handed handed;  // the thread's that takes the rows, known at the first
     private ConsumerRecord<byte[], byte[]> record;
     private boolean failed;
     private boolean closed;
@@ -59,6 +60,10 @@ final class StreamReader implements SupportsRealTimeRead<InternalRow> {
 
     @Override
     public InternalRow get() {
+        if (handed == null) {
+            handed = Handed.onThisThread();
+        }
+        handed.made(record);
         return rows.row(record);
     }
 
@@ -73,6 +78,9 @@ final class StreamReader implements SupportsRealTimeRead<InternalRow> {
             return;
         }
         closed = true;
+        if (handed != null) {
+            handed.clear();
+        }
         if (failed || Thread.currentThread().isInterrupted()) {
             consumer.close();
             return;

@@ -3,6 +3,7 @@ package io.mirrord.sink;
 import io.mirrord.metrics.Stats;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,6 +11,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.sources.ForeachWriterTable;
@@ -48,5 +51,15 @@ public class WriterInputTest {
         assertEquals(Set.of("trace-id"), keys.kept());
         assertEquals("brace-id", keys.of(UTF8String.fromBytes(row)));
         assertEquals("trace-id", keys.of(UTF8String.fromString("trace-id")));
+    }
+
+    @Test
+    void theReadersRecordStandsForARowOnlyWhenTopicPartitionAndOffsetAreTheRows() {
+        ConsumerRecord<byte[], byte[]> record = new ConsumerRecord<>("orders", 3, 41L, new byte[] {1}, new byte[] {2});
+        assertTrue(MirrorWriter.isRowOf(record, new TopicPartition("orders", 3), 41));
+        assertFalse(MirrorWriter.isRowOf(record, new TopicPartition("orders", 3), 42));
+        assertFalse(MirrorWriter.isRowOf(record, new TopicPartition("orders", 2), 41));
+        assertFalse(MirrorWriter.isRowOf(record, new TopicPartition("orderz", 3), 41));
+        assertFalse(MirrorWriter.isRowOf(null, new TopicPartition("orders", 3), 41));
     }
 }
