@@ -155,7 +155,8 @@ public final class MirrorWriter extends PythonForeachWriter {
 
     /**
      * One row, as Spark's plan wrote it: an {@code UnsafeRow} of the writer's columns, read in place (no {@code Row}
-     * conversion); key, value and header values are copied out once, as the producer needs arrays of their own.
+     * conversion); header values are copied out once, as the producer needs arrays of their own, and so are key and
+     * value unless the record the reader made the row of is sent as it came ({@link #sourceArrays}).
      */
     @Override
     public void process(UnsafeRow row) {
