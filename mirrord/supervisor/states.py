@@ -301,8 +301,9 @@ def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action
             f"the source deleted records before mirrord read them; restarting past them: {failed.why}"))]
     if failed.kind == "timeout" and EXPIRED in failed.why and not (failed.recent_outage or failed.away):
         said = Log(logging.WARNING, (
-            "records expired in the producer before the target acknowledged them, while both clusters answer; the "
-            f"query restarts from the acknowledged positions in {backoff:g}s. Under leader election a record has "
+            "records expired in the producer before the target acknowledged them, while the last probe saw both "
+            f"clusters answer; the query restarts from the acknowledged positions in {backoff:g}s (and waits if the "
+            "target has gone since). Under leader election a record has "
             "3/10 of leader.session.timeout.ms to be acknowledged: if this recurs, the target is too slow for the "
             "flow's partitions in that time, and a longer session gives them more (docs/decisions.md §6): "
             f"{failed.why}"))

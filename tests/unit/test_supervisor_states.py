@@ -314,8 +314,9 @@ def test_records_expired_while_both_answer_name_the_session_that_gives_them_more
     assert step(MIRRORING, QueryFailed(NOW, "timeout", why)) == (
         State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + QUICK_RESTART),
         [Do.FORGET, CountError("timeout"), Log(logging.WARNING, (
-            "records expired in the producer before the target acknowledged them, while both clusters answer; the "
-            "query restarts from the acknowledged positions in 0.5s. Under leader election a record has 3/10 of "
+            "records expired in the producer before the target acknowledged them, while the last probe saw both "
+            "clusters answer; the query restarts from the acknowledged positions in 0.5s (and waits if the target "
+            "has gone since). Under leader election a record has 3/10 of "
             "leader.session.timeout.ms to be acknowledged: if this recurs, the target is too slow for the flow's "
             f"partitions in that time, and a longer session gives them more (docs/decisions.md §6): {why}"))])
     _, said = step(MIRRORING, QueryFailed(NOW, "timeout", why, recent_outage=True))  # an outage's expiry: as before
