@@ -77,8 +77,11 @@ class QueueBoundFollowsTest {
         QueueBound bound = QueueBound.following(192, 3);  // a third of 3 ms: 1 ms; each record is 3 bytes
         SendsFixture f = new SendsFixture(new Stats(), bound);
         assertEquals(48, bound.get());  // a quarter of the fixed bound: the floor, here
-        long offset = rounds(f, 0, 60, 0);  // acknowledged at once: far more than 192 bytes a millisecond
-        assertEquals(192, bound.get());
+        // acknowledged at once: far more than 192 bytes a millisecond, but a sample that a pause of this JVM (its
+        // collector, its compiler) stretched past a quarter of a millisecond pulls the bound down an eighth of the
+        // way, so the test asks for well above the floor, not for the fixed bound itself (it once measured 184)
+        long offset = rounds(f, 0, 60, 0);
+        assertTrue(bound.get() > 96, String.valueOf(bound.get()));
         rounds(f, offset, 60, 5);  // acknowledged 5 ms after the send: 48 bytes in 5 ms, 10 bytes a millisecond
         assertEquals(48, bound.get());
         for (int i = 0; i < 17; i++) {
