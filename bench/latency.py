@@ -27,6 +27,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.shape import slots
 
 LATE_LOOK = 0.25  # seconds between the consumer's looks for late topics on the target
+# One measured record in ACK_SAMPLE is timed from its send to the source's acknowledgement: the part of every
+# contender's latency that is the bench producer's and the source broker's, before any mirror can fetch it.
+ACK_SAMPLE = 16
 CONSUME_BATCH = 10_000  # records the timing consumer takes at once from what librdkafka fetched
 HEAD = 33  # 20 digits of send time, 1 phase letter, 12 digits of sequence number
 PROBE, WARMUP, MEASURED, COOLDOWN = "P", "W", "M", "C"
@@ -84,6 +87,10 @@ def produce(bootstrap: str, topics: list[str], rate: float, warmup: float, secon
 
     sent = measured = turn = 0
     late_measured = dict.fromkeys(late, 0)
+    acked_ms: list[float] = []  # a measured record in ACK_SAMPLE: from its send to the source's acknowledgement
+
+    def on_ack(sent_ns: int):
+        return lambda err, _msg: err is None and acked_ms.append((time.time_ns() - sent_ns) / 1e6)
     t0 = time.monotonic()
     creator = threading.Thread(target=create_late, daemon=True)
     if late:
@@ -99,9 +106,14 @@ def produce(bootstrap: str, topics: list[str], rate: float, warmup: float, secon
         due = int((now - t0) * rate)
         while sent < due:
             topic, partition = targets[turn % len(targets)]
-            value = encode(time.time_ns(), phase, sent, size)
+            now_ns = time.time_ns()
+            value = encode(now_ns, phase, sent, size)
+            timed = phase == MEASURED and sent % ACK_SAMPLE == 0
             try:
-                producer.produce(topic, value, partition=partition)
+                if timed:
+                    producer.produce(topic, value, partition=partition, on_delivery=on_ack(now_ns))
+                else:
+                    producer.produce(topic, value, partition=partition)
             except BufferError:
                 producer.poll(0.01)
                 continue
@@ -114,7 +126,10 @@ def produce(bootstrap: str, topics: list[str], rate: float, warmup: float, secon
         producer.poll(0)
         time.sleep(0.0005)
     producer.flush(60)
-    out = {"sent": sent, "measured": measured, "seconds": time.monotonic() - t0}
+    acked_ms.sort()
+    out = {"sent": sent, "measured": measured, "seconds": time.monotonic() - t0,
+           "source_ack": {"timed": len(acked_ms), "p50_ms": percentile(acked_ms, 0.5),
+                          "p99_ms": percentile(acked_ms, 0.99)}}
     if late:
         creator.join(timeout=120)
         if "ns" not in created:

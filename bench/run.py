@@ -510,7 +510,8 @@ class Bench:
         achieved = sent["sent"] / sent["seconds"]
         res.update(status="ok" if not lat["missing"] else "missing", startup_seconds=startup,
                    rate=self.cfg.rate, achieved_rate=achieved, topics=len(early) + len(late),
-                   partitions=per_topic * (len(early) + len(late)), late_topics=len(late), stages=split, **lat)
+                   partitions=per_topic * (len(early) + len(late)), late_topics=len(late), stages=split,
+                   source_ack=sent.get("source_ack"), **lat)
         return res
 
 

@@ -58,6 +58,8 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert split["fetched"]["p50_ms"] <= split["acked"]["p50_ms"] and split["records_per_poll"] > 0, split
     assert runs["spark-realtime"]["steady"]["stages"] is None  # no clock in Spark's own source
     assert runs["mm2"]["backfill-100"]["ready_seconds"] is None
+    # the bench producer timed its measured records to the source's acknowledgement, whoever mirrored them
+    assert all(ws["steady"]["source_ack"]["timed"] > 0 for ws in runs.values() if "steady" in ws), runs
 
     text = doc.read_text()
     assert text.startswith("# Benchmarks\n\nprose\n") and text.endswith("more prose\n")
