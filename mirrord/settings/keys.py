@@ -173,12 +173,14 @@ KEYS: dict[str, Key] = {
                                   "often Spark checkpoints; new topics and partitions start at a batch's start"),
     "offset.commit.interval.ms": Key(_positive_int, "250", "micro-batch mode: the batch interval; each batch ends "
                                      "in a commit"),
-    "delivery": Key(_delivery, AT_LEAST_ONCE, "at-least-once (Spark's Kafka sink; a restart copies again what was "
-                    "in flight) or exactly-once (Kafka transactions on the target holding the records and the source "
-                    "positions they reach; target consumers read with isolation.level=read_committed)"),
+    "delivery": Key(_delivery, AT_LEAST_ONCE, "at-least-once (mirrord's writer without transactions; a restart "
+                    "copies again what was in flight) or exactly-once (Kafka transactions on the target holding "
+                    "the records and the source positions they reach; target consumers read with "
+                    "isolation.level=read_committed)"),
     "transaction.interval.ms": Key(_positive_int, "100", "exactly-once: how often each stream commits its "
                                    "transaction, i.e. how long read_committed consumers of the target wait at most "
-                                   "for a record beyond its copy"),
+                                   "for a record beyond its copy while the stream keeps up (slow commits stretch it "
+                                   "up to 10x)"),
     "abort.on.send.failure": Key(_boolean, "true", "exit on a failed send (else retry the batch in-process)"),
     "state.dir": Key(_text, "/var/lib/mirrord", "checkpoint and state root"),
     "metrics.listen": Key(_listen, "", "Prometheus endpoint HOST:PORT; empty disables it"),

@@ -25,8 +25,9 @@ import org.slf4j.LoggerFactory;
  * whose id belongs to the stream, and in each transaction the records copied, the source positions they
  * reach (in the flow's positions topic: {@link CommittedPositions}) and the offset syncs that pair them. Its
  * {@code initTransactions} fences the stream's earlier producers, then it reads the positions they committed
- * ({@link #earlier}): a task run again from its batch's start skips what they copied. A transaction is committed once it is {@code intervalMs} old (by the
- * stream's task or by a timer while the task waits for records), and at the end of each Spark task. Only
+ * ({@link #earlier}): a task run again from its batch's start skips what they copied. A transaction is committed
+ * once it is due ({@link CommitPace}: by the stream's task or by a timer while the task waits for records), and at
+ * the end of each Spark task. Only
  * a committed transaction counts: the records' metrics and the acknowledged positions (which the
  * positions' owner commits to the source group for the lag tools) move at commit.
  *
@@ -39,16 +40,14 @@ final class StreamTransactions implements StreamSender {
     final String id;
     private final String positionsTopic;
     private final OffsetSyncWriter syncs;  // null: no offset syncs
-    private final long intervalMs;
     private final Stats stats;
-    private final LongSupplier clock;
     /** What the stream's earlier owners committed; the task's thread only (handed over with this object). */
     final CommittedPositions earlier;
     private final Map<TopicPartition, PendingPosition> pending = new LinkedHashMap<>();  // in the open transaction
     private final SourcePartitions sources;
+    private final CommitPace pace;
     private final CommitWait commits = new CommitWait(Fence::open, () -> System.nanoTime() / 1_000_000);
     private boolean open;
-    private long begunAt;
     private volatile RuntimeException failure;  // the first failed send of the open transaction
     private boolean closed;
     private long committed;  // transactions committed
@@ -60,9 +59,8 @@ final class StreamTransactions implements StreamSender {
         this.producer = producer;
         this.id = id;
         this.positionsTopic = positionsTopic;
-        this.intervalMs = intervalMs;
         this.stats = stats;
-        this.clock = clock;
+        this.pace = new CommitPace(intervalMs, clock);
         this.syncs = syncsTopic == null || syncsTopic.isEmpty() ? null
                 : new OffsetSyncWriter(producer, syncsTopic, offsetLagMax, 0, stats, false);
         this.sources = new SourcePartitions(targetPrefix, stats, syncs);
@@ -175,9 +173,9 @@ final class StreamTransactions implements StreamSender {
         }
     }
 
-    /** Commits the open transaction if it is {@code intervalMs} old (the timer's and the task's check). */
+    /** Commits the open transaction if it is due ({@link CommitPace}; the timer's and the task's check). */
     synchronized void commitIfDue() {
-        if (open && !closed && failure == null && clock.getAsLong() - begunAt >= intervalMs) {
+        if (open && !closed && failure == null && pace.due()) {
             commit();
         }
     }
@@ -190,6 +188,7 @@ final class StreamTransactions implements StreamSender {
         if (!open) {
             return;
         }
+        long startedAt = pace.now();
         try {
             producer.flush();  // every record acknowledged or failed, and its callback run
             RuntimeException failed = failure;
@@ -225,6 +224,7 @@ final class StreamTransactions implements StreamSender {
         }
         pending.clear();
         open = false;
+        pace.committed(startedAt);
         committed++;
         stats.addTransaction(true);
     }
@@ -287,7 +287,7 @@ final class StreamTransactions implements StreamSender {
             throw fenced(e);
         }
         open = true;
-        begunAt = clock.getAsLong();
+        pace.begun();
         failure = null;
     }
 

@@ -129,6 +129,44 @@ public class StreamTransactionsTest {
     }
 
     @Test
+    void aStreamWhoseCommitsTakeLongCommitsLessOftenUpToTenIntervals() {
+        long[] commitTakes = {30};
+        MockProducer<byte[], byte[]> producer = new MockProducer<>(true, new ByteArraySerializer(),
+                new ByteArraySerializer()) {
+            @Override
+            public void commitTransaction() {
+                clock.addAndGet(commitTakes[0]);  // the drain and the coordinator's answer
+                super.commitTransaction();
+            }
+        };
+        StreamTransactions t = transactions(producer);
+        send(t, 0);
+        clock.addAndGet(100);
+        t.commitIfDue();  // the first commit: due at the interval, and it took 30 ms
+        assertEquals(1, t.committed());
+        send(t, 1);
+        clock.addAndGet(299);
+        t.commitIfDue();
+        assertEquals(1, t.committed(), "due at ten times its last commit's 30 ms");
+        clock.addAndGet(1);
+        commitTakes[0] = 5_000;  // a target that stalls
+        t.commitIfDue();
+        assertEquals(2, t.committed());
+        send(t, 2);
+        clock.addAndGet(999);
+        t.commitIfDue();
+        assertEquals(2, t.committed());
+        clock.addAndGet(1);
+        commitTakes[0] = 2;
+        t.commitIfDue();
+        assertEquals(3, t.committed(), "never more than ten intervals");
+        send(t, 3);
+        clock.addAndGet(100);
+        t.commitIfDue();
+        assertEquals(4, t.committed(), "a quick commit: the interval again");
+    }
+
+    @Test
     void aTransactionShowsItsRunsLastRecordsAndAnAbortedOneLeavesThemShown() {
         // a backlog copied in transactions whose partitions then went quiet: the last sync of each run is in its
         // own transaction, so neither a next record that never comes nor an aborted transaction (whose syncs are
