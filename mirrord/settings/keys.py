@@ -179,8 +179,8 @@ KEYS: dict[str, Key] = {
                     "isolation.level=read_committed)"),
     "transaction.interval.ms": Key(_positive_int, "100", "exactly-once: how often each stream commits its "
                                    "transaction, i.e. how long read_committed consumers of the target wait at most "
-                                   "for a record beyond its copy while the stream keeps up (slow commits stretch it "
-                                   "up to 10x)"),
+                                   "for a record beyond its copy while the stream keeps up (a backlog's slow commits "
+                                   "stretch it up to 10x)"),
     "abort.on.send.failure": Key(_boolean, "true", "exit on a failed send (else retry the batch in-process)"),
     "state.dir": Key(_text, "/var/lib/mirrord", "checkpoint and state root"),
     "metrics.listen": Key(_listen, "", "Prometheus endpoint HOST:PORT; empty disables it"),

@@ -3,20 +3,24 @@ package io.mirrord.sink;
 import java.util.function.LongSupplier;
 
 /**
- * When a stream's open transaction is due to commit (docs/decisions.md §12): once it is {@code transaction.interval.ms}
- * old, or, if the stream's last commit took more than a tenth of that, once it is {@value #SHARE} times as old as that
- * commit took, up to {@value #STRETCH} intervals. A commit stops the stream's sends while the producer drains and the
- * coordinator answers (tens of milliseconds in a backlog or against a loaded target); with a transaction every 100 ms
- * that was a quarter of a backfill's time. The stretch keeps commits to about a tenth of the stream's time, so that
- * exactly once copies near at least once's rate, and a stream that keeps up on a quick target still commits every
- * interval.
+ * When a stream's open transaction is due to commit (docs/decisions.md §12). A commit stops the stream's sends while
+ * the producer drains and the coordinator answers: tens of milliseconds in a backlog or against a loaded target,
+ * which with a transaction every 100 ms was a quarter of a backfill's time. So a transaction whose sends never paused
+ * (a backlog: each record was there as soon as the last was sent) is due once it is {@value #SHARE} times as old as
+ * the stream's last commit took, if that is more than {@code transaction.interval.ms}, up to {@value #STRETCH}
+ * intervals; commits then take about a tenth of the stream's time. Once the stream waits {@value #PAUSE_MS} ms or
+ * more for a record (it keeps up: the source's fetch waits up to 10 ms for data), its transaction is due at the
+ * interval, the longest a read_committed consumer waits for a record beyond its copy.
  */
 final class CommitPace {
     static final int SHARE = 10;
     static final int STRETCH = 10;
+    static final long PAUSE_MS = 5;
     private final long intervalMs;
     private final LongSupplier clockMs;
     private long begunAt;
+    private long lastSendAt;
+    private boolean paused;  // the open transaction's stream waited for a record
     private long lastCommitMs;
 
     CommitPace(long intervalMs, LongSupplier clockMs) {
@@ -27,13 +31,24 @@ final class CommitPace {
     /** A transaction begins now. */
     void begun() {
         begunAt = clockMs.getAsLong();
+        paused = false;
     }
 
-    /** Whether the transaction begun last is due. */
+    /** The task sends a record of the open transaction now. */
+    void sending() {
+        long now = clockMs.getAsLong();
+        paused |= now - lastSendAt >= PAUSE_MS;
+        lastSendAt = now;
+    }
+
+    /** Whether the open transaction is due (the task's check after a send, the timer's while the task waits). */
     boolean due() {
-        return clockMs.getAsLong() - begunAt >= dueAfterMs();
+        long now = clockMs.getAsLong();
+        paused |= now - lastSendAt >= PAUSE_MS;
+        return now - begunAt >= (paused ? intervalMs : dueAfterMs());
     }
 
+    /** A backlog's transaction: due after this many ms. */
     long dueAfterMs() {
         return Math.max(intervalMs, Math.min(SHARE * lastCommitMs, STRETCH * intervalMs));
     }
@@ -43,8 +58,9 @@ final class CommitPace {
         return clockMs.getAsLong();
     }
 
-    /** A commit that started at {@code startedAt} succeeded. */
+    /** A commit that started at {@code startedAt} succeeded; the stream's next send pauses from now. */
     void committed(long startedAt) {
-        lastCommitMs = Math.max(0, clockMs.getAsLong() - startedAt);
+        lastSendAt = clockMs.getAsLong();
+        lastCommitMs = Math.max(0, lastSendAt - startedAt);
     }
 }

@@ -83,10 +83,7 @@ final class StreamTransactions implements StreamSender {
         return sources;
     }
 
-    /**
-     * One record of {@code s} at {@code sourceOffset}, sent in the open transaction (begun if none is), unless
-     * the stream's earlier owners committed it; a transaction that is due is committed.
-     */
+    /** A record sent in the open transaction (begun if none is) unless earlier owners committed it; commits if due. */
     @Override
     public synchronized void send(SourcePartition s, long sourceOffset, Long timestampMs, byte[] key, byte[] value,
                                   Headers headers) {
@@ -103,6 +100,7 @@ final class StreamTransactions implements StreamSender {
         if (!open) {
             begin();
         }
+        pace.sending();
         pending.computeIfAbsent(s.tp, tp -> new PendingPosition(s)).add(sourceOffset, timestampMs == null ? -1
                 : timestampMs, (key == null ? 0 : key.length) + (value == null ? 0 : value.length));
         try {

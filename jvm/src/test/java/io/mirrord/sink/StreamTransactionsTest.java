@@ -128,8 +128,24 @@ public class StreamTransactionsTest {
         assertEquals(1, t.committed());
     }
 
+    /** Sends a record every {@code stepMs} for {@code forMs}; the clock's value at the start of each commit. */
+    List<Long> sendEvery(StreamTransactions t, long stepMs, long forMs) {
+        List<Long> commits = new ArrayList<>();
+        long end = clock.get() + forMs;
+        for (long offset = 0; clock.get() < end; offset++) {
+            long before = t.committed();
+            long at = clock.get();
+            send(t, offset);
+            if (t.committed() > before) {
+                commits.add(at);
+            }
+            clock.addAndGet(stepMs);
+        }
+        return commits;
+    }
+
     @Test
-    void aStreamWhoseCommitsTakeLongCommitsLessOftenUpToTenIntervals() {
+    void aBacklogsTransactionsLastTenTimesTheirLastCommitUpToTenIntervalsAndAPauseBringsBackTheInterval() {
         long[] commitTakes = {30};
         MockProducer<byte[], byte[]> producer = new MockProducer<>(true, new ByteArraySerializer(),
                 new ByteArraySerializer()) {
@@ -140,30 +156,22 @@ public class StreamTransactionsTest {
             }
         };
         StreamTransactions t = transactions(producer);
-        send(t, 0);
-        clock.addAndGet(100);
-        t.commitIfDue();  // the first commit: due at the interval, and it took 30 ms
-        assertEquals(1, t.committed());
-        send(t, 1);
-        clock.addAndGet(299);
-        t.commitIfDue();
-        assertEquals(1, t.committed(), "due at ten times its last commit's 30 ms");
-        clock.addAndGet(1);
-        commitTakes[0] = 5_000;  // a target that stalls
-        t.commitIfDue();
-        assertEquals(2, t.committed());
-        send(t, 2);
-        clock.addAndGet(999);
-        t.commitIfDue();
-        assertEquals(2, t.committed());
-        clock.addAndGet(1);
-        commitTakes[0] = 2;
-        t.commitIfDue();
-        assertEquals(3, t.committed(), "never more than ten intervals");
-        send(t, 3);
-        clock.addAndGet(100);
-        t.commitIfDue();
-        assertEquals(4, t.committed(), "a quick commit: the interval again");
+        // a backlog: a record every millisecond. The first commit is due at the interval and takes 30 ms; each
+        // next transaction is due at 300 ms (begun at the send after the commit)
+        List<Long> backlog = sendEvery(t, 1, 1_000);
+        assertEquals(List.of(1_100L, 1_431L, 1_762L), backlog.subList(0, 3), backlog.toString());
+        // a target that stalls: each commit takes 5 s, and the next transaction lasts ten intervals, not fifty
+        commitTakes[0] = 5_000;
+        List<Long> stalled = sendEvery(t, 1, 30_000);
+        assertEquals(5_000 + 1 + 1_000, stalled.get(1) - stalled.get(0), stalled.toString());
+        // the stream keeps up: a record every 10 ms (the source's fetch waits for data) and quick commits are due at
+        // the interval whatever the last commit took
+        commitTakes[0] = 40;
+        List<Long> keepsUp = sendEvery(t, 10, 2_000);
+        assertTrue(keepsUp.size() >= 10, keepsUp.toString());
+        for (int i = 2; i < keepsUp.size(); i++) {
+            assertTrue(keepsUp.get(i) - keepsUp.get(i - 1) <= 150, keepsUp.toString());
+        }
     }
 
     @Test
