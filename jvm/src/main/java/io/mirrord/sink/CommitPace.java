@@ -8,9 +8,10 @@ import java.util.function.LongSupplier;
  * which with a transaction every 100 ms was a quarter of a backfill's time. So a transaction whose sends never paused
  * (a backlog: each record was there as soon as the last was sent) is due once it is {@value #SHARE} times as old as
  * the stream's last commit took, if that is more than {@code transaction.interval.ms}, up to {@value #STRETCH}
- * intervals; commits then take about a tenth of the stream's time. Once the stream waits {@value #PAUSE_MS} ms or
- * more for a record (it keeps up: the source's fetch waits up to 10 ms for data), its transaction is due at the
- * interval, the longest a read_committed consumer waits for a record beyond its copy.
+ * intervals; commits then take about a tenth of the stream's time. A transaction that spent a quarter of its time or
+ * more waiting for records, in waits of {@value #PAUSE_MS} ms or more (the stream keeps up: the source's fetch waits
+ * up to 10 ms for data), is due at the interval, the longest a read_committed consumer waits for a record beyond its
+ * copy. A backlog's thread, descheduled now and then on a busy host, waits less than that.
  */
 final class CommitPace {
     static final int SHARE = 10;
@@ -20,7 +21,7 @@ final class CommitPace {
     private final LongSupplier clockMs;
     private long begunAt;
     private long lastSendAt;
-    private boolean paused;  // the open transaction's stream waited for a record
+    private long pausedMs;  // the open transaction's waits for records
     private long lastCommitMs;
 
     CommitPace(long intervalMs, LongSupplier clockMs) {
@@ -31,21 +32,27 @@ final class CommitPace {
     /** A transaction begins now. */
     void begun() {
         begunAt = clockMs.getAsLong();
-        paused = false;
+        pausedMs = 0;
     }
 
     /** The task sends a record of the open transaction now. */
     void sending() {
         long now = clockMs.getAsLong();
-        paused |= now - lastSendAt >= PAUSE_MS;
+        pausedMs += waited(now);
         lastSendAt = now;
     }
 
     /** Whether the open transaction is due (the task's check after a send, the timer's while the task waits). */
     boolean due() {
         long now = clockMs.getAsLong();
-        paused |= now - lastSendAt >= PAUSE_MS;
-        return now - begunAt >= (paused ? intervalMs : dueAfterMs());
+        long age = now - begunAt;
+        boolean keepsUp = 4 * (pausedMs + waited(now)) >= age;
+        return age >= (keepsUp ? intervalMs : dueAfterMs());
+    }
+
+    private long waited(long now) {
+        long gap = now - Math.max(lastSendAt, begunAt);
+        return gap >= PAUSE_MS ? gap : 0;
     }
 
     /** A backlog's transaction: due after this many ms. */
