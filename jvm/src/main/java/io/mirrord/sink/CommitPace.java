@@ -5,13 +5,13 @@ import java.util.function.LongSupplier;
 /**
  * When a stream's open transaction is due to commit (docs/decisions.md §12). A commit stops the stream's sends while
  * the producer drains and the coordinator answers: tens of milliseconds in a backlog or against a loaded target,
- * which with a transaction every 100 ms was a quarter of a backfill's time. So a transaction whose sends never paused
- * (a backlog: each record was there as soon as the last was sent) is due once it is {@value #SHARE} times as old as
- * the stream's last commit took, if that is more than {@code transaction.interval.ms}, up to {@value #STRETCH}
- * intervals; commits then take about a tenth of the stream's time. A transaction that spent a quarter of its time or
- * more waiting for records, in waits of {@value #PAUSE_MS} ms or more (the stream keeps up: the source's fetch waits
- * up to 10 ms for data), is due at the interval, the longest a read_committed consumer waits for a record beyond its
- * copy. A backlog's thread, descheduled now and then on a busy host, waits less than that.
+ * which with a transaction every 100 ms was a quarter of a backfill's time. A transaction that spent a quarter of
+ * its time or more waiting for records, in waits of {@value #PAUSE_MS} ms or more (the stream keeps up: the source's
+ * fetch waits up to 10 ms for data), is due at {@code transaction.interval.ms}, the longest a read_committed
+ * consumer waits for a record beyond its copy. Any other is a backlog's (a backlog's thread, descheduled now and then
+ * on a busy host, waits less than that): due once it is {@value #SHARE} times as old as the stream's last commit took,
+ * if that is more than the interval, up to {@value #STRETCH} intervals; commits then take about a tenth of the
+ * stream's time. Used under its transactions' monitor only.
  */
 final class CommitPace {
     static final int SHARE = 10;
