@@ -22,6 +22,7 @@ final class CommitPace {
     private long begunAt;
     private long lastSendAt;
     private long pausedMs;  // the open transaction's waits for records
+    private long commitStartedAt;
     private long lastCommitMs;
 
     CommitPace(long intervalMs, LongSupplier clockMs) {
@@ -35,16 +36,16 @@ final class CommitPace {
         pausedMs = 0;
     }
 
-    /** The task sends a record of the open transaction now. */
-    void sending() {
+    /** The task sends a record of the open transaction now; returns now, for {@link #due}. */
+    long sending() {
         long now = clockMs.getAsLong();
         pausedMs += waited(now);
         lastSendAt = now;
+        return now;
     }
 
     /** Whether the open transaction is due (the task's check after a send, the timer's while the task waits). */
-    boolean due() {
-        long now = clockMs.getAsLong();
+    boolean due(long now) {
         long age = now - begunAt;
         boolean keepsUp = 4 * (pausedMs + waited(now)) >= age;
         return age >= (keepsUp ? intervalMs : dueAfterMs());
@@ -60,14 +61,18 @@ final class CommitPace {
         return Math.max(intervalMs, Math.min(SHARE * lastCommitMs, STRETCH * intervalMs));
     }
 
-    /** Now, for {@link #committed}: a commit starts. */
     long now() {
         return clockMs.getAsLong();
     }
 
-    /** A commit that started at {@code startedAt} succeeded; the stream's next send pauses from now. */
-    void committed(long startedAt) {
+    /** A commit starts now. */
+    void committing() {
+        commitStartedAt = clockMs.getAsLong();
+    }
+
+    /** The commit succeeded; the stream's next send pauses from now. */
+    void committed() {
         lastSendAt = clockMs.getAsLong();
-        lastCommitMs = Math.max(0, lastSendAt - startedAt);
+        lastCommitMs = Math.max(0, lastSendAt - commitStartedAt);
     }
 }

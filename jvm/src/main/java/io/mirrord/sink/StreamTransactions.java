@@ -27,9 +27,8 @@ import org.slf4j.LoggerFactory;
  * {@code initTransactions} fences the stream's earlier producers, then it reads the positions they committed
  * ({@link #earlier}): a task run again from its batch's start skips what they copied. A transaction is committed
  * once it is due ({@link CommitPace}: by the stream's task or by a timer while the task waits for records), and at
- * the end of each Spark task. Only
- * a committed transaction counts: the records' metrics and the acknowledged positions (which the
- * positions' owner commits to the source group for the lag tools) move at commit.
+ * the end of each Spark task. Only a committed transaction counts: the records' metrics and the acknowledged
+ * positions (which the positions' owner commits to the source group for the lag tools) move at commit.
  *
  * <p>Locking: the task's thread sends and the timer commits, both holding this object's monitor. The producer's
  * callbacks (its I/O thread) take no lock of ours: a commit holds the monitor while it waits for them.
@@ -100,7 +99,7 @@ final class StreamTransactions implements StreamSender {
         if (!open) {
             begin();
         }
-        pace.sending();
+        long now = pace.sending();
         pending.computeIfAbsent(s.tp, tp -> new PendingPosition(s)).add(sourceOffset, timestampMs == null ? -1
                 : timestampMs, (key == null ? 0 : key.length) + (value == null ? 0 : value.length));
         try {
@@ -121,7 +120,7 @@ final class StreamTransactions implements StreamSender {
                     + ": " + e, e));
         }
         HoldPoint.reach("open");
-        commitIfDue();
+        commitIfDue(now);
     }
 
     /** The task's batch ended: its last transaction commits; one that cannot is aborted, and this throws. */
@@ -173,20 +172,21 @@ final class StreamTransactions implements StreamSender {
 
     /** Commits the open transaction if it is due ({@link CommitPace}; the timer's and the task's check). */
     synchronized void commitIfDue() {
-        if (open && !closed && failure == null && pace.due()) {
+        commitIfDue(pace.now());
+    }
+
+    private void commitIfDue(long now) {
+        if (open && !closed && failure == null && pace.due(now)) {
             commit();
         }
     }
 
-    /**
-     * Commits the open transaction, if any: waits for its records, writes the offset syncs they made and the
-     * positions they reach, and commits; then counts them. A failed record aborts it and throws.
-     */
+    /** Commits the open transaction, if any: its records acknowledged, then their syncs and positions; or throws. */
     synchronized void commit() {
         if (!open) {
             return;
         }
-        long startedAt = pace.now();
+        pace.committing();
         try {
             producer.flush();  // every record acknowledged or failed, and its callback run
             RuntimeException failed = failure;
@@ -222,7 +222,7 @@ final class StreamTransactions implements StreamSender {
         }
         pending.clear();
         open = false;
-        pace.committed(startedAt);
+        pace.committed();
         committed++;
         stats.addTransaction(true);
     }
