@@ -80,6 +80,7 @@ class Contender:
     notifies: bool = False  # sends sd_notify READY=1: the bench gives it a NOTIFY_SOCKET and times READY
     workloads: tuple[str, ...] = ()  # the workloads it runs unless --contenders says otherwise (empty: all)
     drops: bool = False  # copies fewer records than the source has: done when its group has committed the end
+    reads_source: bool = False  # no mirror: the stream's timing consumer reads the source itself
 
     def available(self) -> str | None:
         """None when it can run here, else why not."""
@@ -180,6 +181,21 @@ class MirrorMaker1(Contender):
         return ([java(), "-Xmx1G", "-XX:+UseG1GC", "-cp", str(JARS / "mm1" / "*"), "kafka.tools.MirrorMaker",
                  "--consumer.config", str(consumer), "--producer.config", str(producer),
                  "--include", run.pattern, "--num.streams", str(ctx.streams)], {})
+
+
+@dataclass
+class NoMirror(Contender):
+    """No mirror at all: the steady stream's timing consumer reads the source. Its latency is the bench producer's,
+    the source broker's and the timing consumer's part of every contender's, measured in the same repetition."""
+
+    name: str = "none"
+    label: str = "no mirror: the timing consumer reads the source (floor)"
+    creates_topics: bool = False
+    workloads: tuple[str, ...] = ("steady",)
+    reads_source: bool = True
+
+    def command(self, ctx: Ctx, run: Run) -> tuple[list[str], dict[str, str]]:
+        return (["sleep", "infinity"], {})
 
 
 @dataclass
@@ -309,7 +325,7 @@ def all_contenders() -> list[Contender]:
             SparkBuiltin(),
             SparkBuiltin(name="spark-async", label="spark built-in sink, micro-batch, async progress", mode="async"),
             SparkBuiltin(name="spark-realtime", label="spark built-in sink, real-time mode", mode="real-time"),
-            MirrorMaker1(), Kcat()]
+            MirrorMaker1(), Kcat(), NoMirror()]
     return out
 
 

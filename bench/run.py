@@ -452,7 +452,8 @@ class Bench:
         if self.shape.topics > 1:
             run.regex, run.new_topics = self.shape.pattern(prefix), bool(late)
         self.source.create_many(early, per_topic)
-        if not c.creates_topics:
+        timed = self.source if c.reads_source else self.target  # where the timing consumer reads the stream
+        if not c.creates_topics and not c.reads_source:
             self.target.create_many(early, per_topic)
         probes = slots(early, per_topic)
         t_launch = time.monotonic()
@@ -463,7 +464,8 @@ class Bench:
             probe = Producer({"bootstrap.servers": self.source.bootstrap, "linger.ms": 0, "log_level": 4})
             seq = 0
             probed: dict[tuple[str, int], float] = {}
-            while not self._all_started(c, ends := self.target.end_offsets_many(early), len(probes)):
+            while not c.reads_source and not self._all_started(c, ends := self.target.end_offsets_many(early),
+                                                                 len(probes)):
                 self._fail_if_exited(proc, run)
                 now = time.monotonic()
                 if now - t_launch > self.cfg.startup_timeout:
@@ -482,11 +484,11 @@ class Bench:
             startup = time.monotonic() - t_launch
             py = [sys.executable, "-m", "bench.latency"]
             common = ["--topics", ",".join(early), "--late-topics", ",".join(late), "--partitions", str(per_topic)]
-            consumer = subprocess.Popen([*py, "consume", *common, "--bootstrap", self.target.bootstrap,
+            consumer = subprocess.Popen([*py, "consume", *common, "--bootstrap", timed.bootstrap,
                                          "--grace", "60"],
                                         cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             consumer.stdout.readline()
-            create_on = [] if c.creates_topics else [self.target.bootstrap]
+            create_on = [] if c.creates_topics or c.reads_source else [self.target.bootstrap]
             clock = stages.Window(run.workdir / STAGES, self.cfg.warmup_seconds)
             producer = subprocess.Popen(
                 [*py, "produce", *common, "--bootstrap", self.source.bootstrap, "--rate", str(self.cfg.rate),

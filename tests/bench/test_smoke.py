@@ -16,7 +16,7 @@ from bench import report, run, stages
 from tests.harness.jvm import spark_driver_options
 
 PLAN = ("kcat,mm1:backfill-100,mm2:backfill-100,mm2-streams:steady,mirrord:steady,spark-builtin:backfill-100,"
-        "mirrord-transform:backfill-100,spark-realtime:steady,spark-async:backfill-100")
+        "mirrord-transform:backfill-100,spark-realtime:steady,spark-async:backfill-100,none")
 
 
 def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_path, monkeypatch):
@@ -41,8 +41,9 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert {c: sorted(ws) for c, ws in runs.items()} == {
         "kcat": ["backfill-100", "steady"], "mm1": ["backfill-100"], "mm2": ["backfill-100"],
         "mm2-streams": ["steady"], "mirrord": ["steady"], "spark-builtin": ["backfill-100"],
-        "mirrord-transform": ["backfill-100"], "spark-realtime": ["steady"], "spark-async": ["backfill-100"]}
-    for workload, res in [(w, r) for ws in runs.values() for w, r in ws.items()]:
+        "mirrord-transform": ["backfill-100"], "spark-realtime": ["steady"], "spark-async": ["backfill-100"],
+        "none": ["steady"]}
+    for workload, res in [(w, r) for c, ws in runs.items() for w, r in ws.items() if c != "none"]:
         assert res["cpu_seconds"] > 0 and res["peak_rss_bytes"] > 0
         if workload == "steady":
             assert res["received"] == res["expected"] > 0
@@ -58,6 +59,7 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert split["fetched"]["p50_ms"] <= split["acked"]["p50_ms"] and split["records_per_poll"] > 0, split
     assert runs["spark-realtime"]["steady"]["stages"] is None  # no clock in Spark's own source
     assert runs["mm2"]["backfill-100"]["ready_seconds"] is None
+    assert runs["none"]["steady"]["received"] == runs["none"]["steady"]["expected"] > 0  # read from the source
     # the bench producer timed its measured records to the source's acknowledgement, whoever mirrored them
     assert all(ws["steady"]["source_ack"]["timed"] > 0 for ws in runs.values() if "steady" in ws), runs
 
@@ -69,3 +71,4 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert "| 1 | `mm2-streams` |" in text  # mirrord's stream paired with the only MirrorMaker 2 that ran it
     assert "### Bars for mirrord (default sink)" in text and "| Peak RSS" in text
     assert "### What a transform costs: mirrord (filter + mask transform)" in text
+    assert "| no mirror: the timing consumer reads the source (floor) |" in text  # the stream's floor, in its table
