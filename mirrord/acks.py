@@ -71,7 +71,8 @@ class Acknowledgements:
         topics = totals.get("topics", {})
         self.metrics.set_totals({t.removeprefix(prefix): v for t, v in topics.items()}, totals.get("latency", {}))
         self.metrics.set_filtered(totals.get("filtered", {}))
-        self.metrics.set_transactions(totals.get("transactions", {}))
+        self.metrics.set_transactions(totals.get("transactions", {}), totals.get("transaction_seconds", {}),
+                                      totals.get("commit_seconds", {}))
         records = sum(int(t.get("records", 0)) for t in topics.values())
         self.positions.update(positions, records)
         for gap in lost:

@@ -114,6 +114,15 @@ class Metrics:
                               "exactly-once, docs/decisions.md §12), 0 for the other", ["flow", "delivery"], registry=r)
         self.transactions = Counter("mirrord_transactions", "exactly once: the streams' transactions on the target, "
                                     "committed or aborted (docs/decisions.md §12)", ["flow", "outcome"], registry=r)
+        self.transaction_seconds = BucketHistogram(
+            "mirrord_transaction_seconds", "exactly once: a committed transaction's length, from its first record to "
+            "its commit's end (what a read_committed consumer may wait for a record beyond its copy; "
+            "docs/decisions.md §12)", LATENCY_BUCKETS, flow)
+        self.commit_seconds = BucketHistogram(
+            "mirrord_transaction_commit_seconds", "exactly once: a commit's time, its records' drain and the "
+            "coordinator's answer (the stream's sends wait for it)", LATENCY_BUCKETS, flow)
+        r.register(self.transaction_seconds)
+        r.register(self.commit_seconds)
         self.state = Gauge("mirrord_state", "1 for the supervisor's state (starting, waiting, standby, mirroring, "
                            "outage, retrying, stopping, fenced, failed: docs/decisions.md §11), 0 for the others",
                            ["flow", "state"], registry=r)
@@ -146,12 +155,16 @@ class Metrics:
                 self.filtered.labels(self.flow, topic, transform).inc(max(0, int(count) - seen))
                 self._filtered[(transform, topic)] = max(int(count), seen)
 
-    def set_transactions(self, counts: dict[str, int]) -> None:
-        """Cumulative transaction outcomes from the JVM: committed, aborted."""
+    def set_transactions(self, counts: dict[str, int], lasted: dict, commits: dict) -> None:
+        """Cumulative transaction outcomes from the JVM (committed, aborted), and the committed ones' lengths and
+        commit times (histograms as the latency's)."""
         for outcome, count in counts.items():
             seen = self._transactions.get(outcome, 0)
             self.transactions.labels(self.flow, outcome).inc(max(0, int(count) - seen))
             self._transactions[outcome] = max(int(count), seen)
+        for histogram, counted in ((self.transaction_seconds, lasted), (self.commit_seconds, commits)):
+            if counted.get("counts"):
+                histogram.set([int(c) for c in counted["counts"]], float(counted.get("sum", 0.0)))
 
     def error(self, kind: str) -> None:
         self.errors.labels(self.flow, kind).inc()

@@ -361,6 +361,11 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
         produce(source.bootstrap, topic, varied_records(20, 2, seed=14))
         ends = end_offsets(source.bootstrap, topic)
         wait_until(lambda: committed_offsets(source.bootstrap, group, topic) == ends, 120, "the last burst mirrored")
+        if delivery == "exactly-once":  # each committed transaction's length and its commit's time, for the operator
+            wait_until(lambda: _transactions_timed(daemon.metrics()), 30, "every committed transaction timed")
+            metrics = daemon.metrics()
+            assert 0 < metric_value(metrics, "mirrord_transaction_commit_seconds_sum") \
+                < metric_value(metrics, "mirrord_transaction_seconds_sum")
         assert daemon.stop() == 0
         shutil.rmtree(tmp_path / "flow" / "state")  # the host's disk is lost; the target cluster is not
         # compacted, and rolled hourly so that compaction reaches the syncs (the broker's default: 7 days)
@@ -387,6 +392,12 @@ def test_translation_reads_the_offset_syncs_back_from_the_target_after_the_state
         assert daemon.stop() == 0
     finally:
         daemon.stop()
+
+
+def _transactions_timed(metrics: str) -> bool:
+    committed = metric_value(metrics, "mirrord_transactions_total", outcome="committed")
+    return bool(committed) and committed == metric_value(metrics, "mirrord_transaction_seconds_count") \
+        == metric_value(metrics, "mirrord_transaction_commit_seconds_count")
 
 
 @pytest.mark.parametrize(("master", "mode", "why"), [  # the flow's num.streams is 2

@@ -44,7 +44,8 @@ def test_dashboard_shows_throughput_lag_latency_errors_and_restarts():
                    "mirrord_errors_total", "mirrord_up", "mirrord_last_commit_timestamp_seconds",
                    "process_start_time_seconds", "mirrord_build_info", "mirrord_records_lost_total",
                    "mirrord_heartbeat_age_seconds", "mirrord_last_checkpoint_timestamp_seconds",
-                   "mirrord_cycle_detected", "mirrord_records_filtered_total"):
+                   "mirrord_cycle_detected", "mirrord_records_filtered_total", "mirrord_transaction_seconds_bucket",
+                   "mirrord_transaction_commit_seconds_bucket", "mirrord_transactions_total"):
         assert metric in exprs, f"no panel shows {metric}"
     for p in panels:
         assert p["datasource"]["uid"] == "${datasource}", f"panel {p['title']!r} is tied to one data source"

@@ -12,23 +12,12 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What the writers count: records and bytes per target topic, a replication-latency histogram,
- * offset syncs written and failed; and what the transforms drop, per transform and source topic
+ * offset syncs written and failed, exactly once's transactions (how long each lasted and its commit took); and what the transforms drop, per transform and source topic
  * ({@link DroppedUdf}). Executors count into {@link #EXECUTOR} (a stream's writer per source partition into
  * a {@link Tally}, which {@link #drain()} collects); {@link MirrordPlugin} moves those counts to the
  * driver with {@link #drain()} and {@link #add(Delta)}.
  */
 public final class Stats {
-    /** Histogram bucket upper bounds in seconds (Prometheus {@code le}); a last bucket takes the rest. */
-    static final double[] BOUNDS_SECONDS = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600};
-    static final int BUCKETS = BOUNDS_SECONDS.length + 1;
-    private static final long[] BOUNDS_MS = new long[BOUNDS_SECONDS.length];
-
-    static {
-        for (int i = 0; i < BOUNDS_SECONDS.length; i++) {
-            BOUNDS_MS[i] = Math.round(BOUNDS_SECONDS[i] * 1000);
-        }
-    }
-
     /** A latency not known (a record without a timestamp). */
     public static final long NO_LATENCY = Long.MIN_VALUE;
 
@@ -36,8 +25,9 @@ public final class Stats {
     public static final Stats EXECUTOR = new Stats();
 
     final Map<String, Topic> topics = new ConcurrentHashMap<>();
-    final LongAdder[] latencyCounts = new LongAdder[BUCKETS];
-    final LongAdder latencySumMs = new LongAdder();
+    final Histogram latency = new Histogram();
+    final Histogram transactionTimes = new Histogram();  // exactly once: a committed transaction's begin to its end
+    final Histogram commitTimes = new Histogram();  // exactly once: a commit's flush and the coordinator's answer
     final LongAdder syncs = new LongAdder();
     final LongAdder syncErrors = new LongAdder();
     final LongAdder transactions = new LongAdder();  // exactly once: committed
@@ -46,12 +36,6 @@ public final class Stats {
     final Map<String, Map<Integer, AckedPosition>> positions = new ConcurrentHashMap<>();  // source topic → partition
     private final Set<Tally> tallies = ConcurrentHashMap.newKeySet();
     private final ConcurrentLinkedQueue<Lost> lost = new ConcurrentLinkedQueue<>();  // until the supervisor takes them
-
-    public Stats() {
-        for (int i = 0; i < BUCKETS; i++) {
-            latencyCounts[i] = new LongAdder();
-        }
-    }
 
     public void addBytes(String topic, long bytes) {
         topic(topic).bytes.add(bytes);
@@ -62,18 +46,23 @@ public final class Stats {
     }
 
     public void observeLatencyMs(long latencyMs) {
-        long ms = Math.max(0, latencyMs);
-        latencyCounts[bucket(ms)].increment();
-        latencySumMs.add(ms);
+        latency.observeMs(latencyMs);
     }
 
     public void addSync() {
         syncs.increment();
     }
 
-    /** Exactly once: a transaction committed ({@code true}) or aborted. */
-    public void addTransaction(boolean committed) {
-        (committed ? transactions : aborted).increment();
+    /** Exactly once: a transaction committed, {@code lastedMs} after it began, its commit taking {@code commitMs}. */
+    public void transactionCommitted(long lastedMs, long commitMs) {
+        transactions.increment();
+        transactionTimes.observeMs(lastedMs);
+        commitTimes.observeMs(commitMs);
+    }
+
+    /** Exactly once: a transaction aborted. */
+    public void transactionAborted() {
+        aborted.increment();
     }
 
     public void addSyncError() {
@@ -95,7 +84,7 @@ public final class Stats {
      * writer's per-record counting, free of shared counters.
      */
     public Tally tally(String targetTopic, String sourceTopic, int partition) {
-        Tally tally = new Tally(topic(targetTopic), position(sourceTopic, partition), latencyCounts, latencySumMs);
+        Tally tally = new Tally(topic(targetTopic), position(sourceTopic, partition), latency);
         tallies.add(tally);
         return tally;
     }
@@ -152,10 +141,9 @@ public final class Stats {
                 delta.topics.put(name, new long[] {records, bytes});
             }
         });
-        for (int i = 0; i < BUCKETS; i++) {
-            delta.latencyCounts[i] = take(latencyCounts[i]);
-        }
-        delta.latencySumMs = take(latencySumMs);
+        delta.latency = latency.drain();
+        delta.transactionTimes = transactionTimes.drain();
+        delta.commitTimes = commitTimes.drain();
         delta.syncs = take(syncs);
         delta.syncErrors = take(syncErrors);
         delta.transactions = take(transactions);
@@ -184,10 +172,9 @@ public final class Stats {
             t.records.add(counts[0]);
             t.bytes.add(counts[1]);
         });
-        for (int i = 0; i < BUCKETS; i++) {
-            latencyCounts[i].add(delta.latencyCounts[i]);
-        }
-        latencySumMs.add(delta.latencySumMs);
+        latency.add(delta.latency.counts, delta.latency.sumMs);
+        transactionTimes.add(delta.transactionTimes.counts, delta.transactionTimes.sumMs);
+        commitTimes.add(delta.commitTimes.counts, delta.commitTimes.sumMs);
         syncs.add(delta.syncs);
         syncErrors.add(delta.syncErrors);
         transactions.add(delta.transactions);
@@ -212,8 +199,9 @@ public final class Stats {
     public static final class Delta implements Serializable {
         private static final long serialVersionUID = 1L;
         final HashMap<String, long[]> topics = new HashMap<>();  // topic → {records, bytes}
-        final long[] latencyCounts = new long[BUCKETS];
-        long latencySumMs;
+        Histogram.Moved latency = new Histogram.Moved();
+        Histogram.Moved transactionTimes = new Histogram.Moved();
+        Histogram.Moved commitTimes = new Histogram.Moved();
         long syncs;
         long syncErrors;
         long transactions;
@@ -223,17 +211,9 @@ public final class Stats {
         final ArrayList<Lost> lost = new ArrayList<>();
 
         public boolean isEmpty() {
-            if (!topics.isEmpty() || latencySumMs != 0 || syncs != 0 || syncErrors != 0 || transactions != 0 || aborted != 0
-                    || !filtered.isEmpty()
-                    || !positions.isEmpty() || !lost.isEmpty()) {
-                return false;
-            }
-            for (long count : latencyCounts) {
-                if (count != 0) {
-                    return false;
-                }
-            }
-            return true;
+            return topics.isEmpty() && latency.isEmpty() && transactionTimes.isEmpty() && commitTimes.isEmpty()
+                    && syncs == 0 && syncErrors == 0 && transactions == 0 && aborted == 0 && filtered.isEmpty()
+                    && positions.isEmpty() && lost.isEmpty();
         }
     }
 
@@ -252,18 +232,7 @@ public final class Stats {
         return t != null ? t : topics.computeIfAbsent(name, n -> new Topic());
     }
 
-    static int bucket(long ms) {
-        for (int i = 0; i < BOUNDS_MS.length; i++) {
-            if (ms <= BOUNDS_MS[i]) {
-                return i;
-            }
-        }
-        return BOUNDS_MS.length;
-    }
-
     private static long take(LongAdder adder) {
-        long value = adder.sum();
-        adder.add(-value);
-        return value;
+        return Histogram.take(adder);
     }
 }

@@ -1,8 +1,6 @@
 package io.mirrord.metrics;
 
 import io.mirrord.log.JsonText;
-import java.math.BigDecimal;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -15,8 +13,9 @@ final class StatsJson {
     /**
      * The counts so far: {@code {"topics":{"t":{"records":3,"bytes":42}},"filtered":{"transform":{"source topic":7}},
      * "latency":{"bounds":[0.005,...,3600],"counts":[16 counts, not cumulative, the last one above 3600 s],
-     * "sum":1.234},"syncs":5,"sync_errors":0,"positions":{"source topic":{"0":42}}}}, a position being what this Stats
-     * saw acknowledged (in the partition's latest incarnation).
+     * "sum":1.234},"syncs":5,"sync_errors":0,"transactions":{"committed":9,"aborted":0},"transaction_seconds":{a
+     * histogram as latency's},"commit_seconds":{one more},"positions":{"source topic":{"0":42}}}}, a position being
+     * what this Stats saw acknowledged (in the partition's latest incarnation).
      */
     static String of(Stats stats) {
         StringBuilder json = new StringBuilder(256).append("{\"topics\":{");
@@ -43,19 +42,13 @@ final class StatsJson {
             json.append(inner.equals(":{") ? ":{}" : "}");
             separator = ",";
         }
-        json.append("},\"latency\":{\"bounds\":[");
-        for (int i = 0; i < Stats.BOUNDS_SECONDS.length; i++) {
-            json.append(i == 0 ? "" : ",").append(BigDecimal.valueOf(Stats.BOUNDS_SECONDS[i]).stripTrailingZeros().toPlainString());
-        }
-        json.append("],\"counts\":[");
-        for (int i = 0; i < Stats.BUCKETS; i++) {
-            json.append(i == 0 ? "" : ",").append(stats.latencyCounts[i].sum());
-        }
-        json.append("],\"sum\":").append(String.format(Locale.ROOT, "%.3f", stats.latencySumMs.sum() / 1000.0))
-                .append("},\"syncs\":").append(stats.syncs.sum())
+        stats.latency.appendJson(json.append("},\"latency\":"));
+        json.append(",\"syncs\":").append(stats.syncs.sum())
                 .append(",\"sync_errors\":").append(stats.syncErrors.sum())
                 .append(",\"transactions\":{\"committed\":").append(stats.transactions.sum())
                 .append(",\"aborted\":").append(stats.aborted.sum()).append('}');
+        stats.transactionTimes.appendJson(json.append(",\"transaction_seconds\":"));
+        stats.commitTimes.appendJson(json.append(",\"commit_seconds\":"));
         json.append(",\"positions\":{");
         separator = "";
         for (Map.Entry<String, Map<Integer, AckedPosition>> t : new TreeMap<>(stats.positions).entrySet()) {

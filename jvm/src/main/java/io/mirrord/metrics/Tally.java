@@ -1,6 +1,6 @@
 package io.mirrord.metrics;
 
-import java.util.concurrent.atomic.LongAdder;
+import java.util.Arrays;
 
 /**
  * One source partition's counts in its target topic, kept by the one stream's writer that writes its records:
@@ -11,20 +11,18 @@ import java.util.concurrent.atomic.LongAdder;
 public final class Tally {
     private final Stats.Topic topic;
     private final AckedPosition position;
-    private final LongAdder[] sharedCounts;  // the Stats' latency histogram
-    private final LongAdder sharedSumMs;
+    private final Histogram shared;  // the Stats' latency histogram
     private long records;  // all guarded by this
     private long bytes;
-    private final long[] latencyCounts = new long[Stats.BUCKETS];
+    private final long[] latencyCounts = new long[Histogram.BUCKETS];
     private long latencySumMs;
     private long incarnation = Long.MIN_VALUE;
     private long next = -1;
 
-    Tally(Stats.Topic topic, AckedPosition position, LongAdder[] sharedCounts, LongAdder sharedSumMs) {
+    Tally(Stats.Topic topic, AckedPosition position, Histogram shared) {
         this.topic = topic;
         this.position = position;
-        this.sharedCounts = sharedCounts;
-        this.sharedSumMs = sharedSumMs;
+        this.shared = shared;
     }
 
     /** A record of {@code size} bytes (key and value) sent; the caller holds this tally's monitor. */
@@ -40,7 +38,7 @@ public final class Tally {
         records++;
         if (latencyMs != Stats.NO_LATENCY) {
             long ms = Math.max(0, latencyMs);  // clock skew: counted as 0
-            latencyCounts[Stats.bucket(ms)]++;
+            latencyCounts[Histogram.bucket(ms)]++;
             latencySumMs += ms;
         }
     }
@@ -67,16 +65,9 @@ public final class Tally {
             topic.bytes.add(bytes);
             bytes = 0;
         }
-        for (int i = 0; i < Stats.BUCKETS; i++) {
-            if (latencyCounts[i] != 0) {
-                sharedCounts[i].add(latencyCounts[i]);
-                latencyCounts[i] = 0;
-            }
-        }
-        if (latencySumMs != 0) {
-            sharedSumMs.add(latencySumMs);
-            latencySumMs = 0;
-        }
+        shared.add(latencyCounts, latencySumMs);  // adds the buckets that are not 0
+        Arrays.fill(latencyCounts, 0);
+        latencySumMs = 0;
         if (next >= 0) {
             position.advance(incarnation, next);
         }

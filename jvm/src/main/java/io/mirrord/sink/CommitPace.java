@@ -24,6 +24,7 @@ final class CommitPace {
     private long pausedMs;  // the open transaction's waits for records
     private long commitStartedAt;
     private long lastCommitMs;
+    private long lastLastedMs;  // the last committed transaction's, from its begin to its commit's end
 
     CommitPace(long intervalMs, LongSupplier clockMs) {
         this.intervalMs = intervalMs;
@@ -74,5 +75,16 @@ final class CommitPace {
     void committed() {
         lastSendAt = clockMs.getAsLong();
         lastCommitMs = Math.max(0, lastSendAt - commitStartedAt);
+        lastLastedMs = Math.max(0, lastSendAt - begunAt);
+    }
+
+    /** How long the last commit took (its flush and the coordinator's answer). */
+    long lastCommitMs() {
+        return lastCommitMs;
+    }
+
+    /** How long the last committed transaction lasted, from its begin to its commit's end. */
+    long lastLastedMs() {
+        return lastLastedMs;
     }
 }

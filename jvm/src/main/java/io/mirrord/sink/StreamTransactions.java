@@ -224,7 +224,7 @@ final class StreamTransactions implements StreamSender {
         open = false;
         pace.committed();
         committed++;
-        stats.addTransaction(true);
+        stats.transactionCommitted(pace.lastLastedMs(), pace.lastCommitMs());
     }
 
     /** Aborts the open transaction (its records are copied again by the next owner of the stream). */
@@ -236,7 +236,7 @@ final class StreamTransactions implements StreamSender {
                 syncs.takeQueued();
                 sources.forEach(s -> syncs.reset(s.syncs));
             }
-            stats.addTransaction(false);
+            stats.transactionAborted();
             producer.abortTransaction();
         }
         failure = null;

@@ -14,6 +14,8 @@ import org.junit.jupiter.api.Test;
 class StatsTest {
     private static final String BOUNDS = "[0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,60,300,3600]";
     private static final String NO_LATENCY = "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]";
+    private static final String EMPTY = "{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY + ",\"sum\":0.000}";
+    private static final String NO_TRANSACTION_TIMES = ",\"transaction_seconds\":" + EMPTY + ",\"commit_seconds\":" + EMPTY;
 
     @Test
     void theExecutorsStatsCountLatencyToo() {
@@ -27,8 +29,8 @@ class StatsTest {
     @Test
     void emptyStatsJson() {
         assertEquals("{\"topics\":{},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY
-                + ",\"sum\":0.000},\"syncs\":0,\"sync_errors\":0,\"transactions\":{\"committed\":0,\"aborted\":0},"
-                + "\"positions\":{}}", new Stats().toJson());
+                + ",\"sum\":0.000},\"syncs\":0,\"sync_errors\":0,\"transactions\":{\"committed\":0,\"aborted\":0}"
+                + NO_TRANSACTION_TIMES + ",\"positions\":{}}", new Stats().toJson());
     }
 
     @Test
@@ -42,12 +44,15 @@ class StatsTest {
         stats.addSync();
         stats.addSyncError();
         stats.addSyncError();
-        stats.addTransaction(true);
-        stats.addTransaction(false);
-        stats.addTransaction(true);
+        stats.transactionCommitted(120, 30);
+        stats.transactionAborted();
+        stats.transactionCommitted(1000, 4);
         assertEquals("{\"topics\":{\"a\":{\"records\":1,\"bytes\":2},\"b\":{\"records\":2,\"bytes\":40}},\"filtered\":{},"
                 + "\"latency\":{\"bounds\":" + BOUNDS + ",\"counts\":" + NO_LATENCY + ",\"sum\":0.000},"
-                + "\"syncs\":1,\"sync_errors\":2,\"transactions\":{\"committed\":2,\"aborted\":1},\"positions\":{}}",
+                + "\"syncs\":1,\"sync_errors\":2,\"transactions\":{\"committed\":2,\"aborted\":1},"
+                + "\"transaction_seconds\":{\"bounds\":" + BOUNDS + ",\"counts\":[0,0,0,0,0,1,0,1,0,0,0,0,0,0,0,0],"
+                + "\"sum\":1.120},\"commit_seconds\":{\"bounds\":" + BOUNDS
+                + ",\"counts\":[1,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.034},\"positions\":{}}",
                 stats.toJson());
     }
 
@@ -103,7 +108,8 @@ class StatsTest {
         stats.addBytes("t", 10);
         stats.observeLatencyMs(30);
         stats.addSync();
-        stats.addTransaction(false);
+        stats.transactionAborted();
+        stats.transactionCommitted(100, 6);
         Stats.Delta delta = stats.drain();
         assertFalse(delta.isEmpty());
         assertEquals(new Stats().toJson().replace("\"topics\":{}", "\"topics\":{\"t\":{\"records\":0,\"bytes\":0}}"),
@@ -115,7 +121,9 @@ class StatsTest {
         totals.add(delta);
         assertEquals("{\"topics\":{\"t\":{\"records\":2,\"bytes\":20}},\"filtered\":{},\"latency\":{\"bounds\":" + BOUNDS
                 + ",\"counts\":[0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.060},\"syncs\":2,\"sync_errors\":0,"
-                + "\"transactions\":{\"committed\":0,\"aborted\":2},\"positions\":{}}", totals.toJson());
+                + "\"transactions\":{\"committed\":2,\"aborted\":2},\"transaction_seconds\":{\"bounds\":" + BOUNDS
+                + ",\"counts\":[0,0,0,0,2,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.200},\"commit_seconds\":{\"bounds\":" + BOUNDS
+                + ",\"counts\":[0,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.012},\"positions\":{}}", totals.toJson());
     }
 
     @Test

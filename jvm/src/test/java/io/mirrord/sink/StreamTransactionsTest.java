@@ -147,15 +147,7 @@ public class StreamTransactionsTest {
     @Test
     void aBacklogsTransactionsLastTenTimesTheirLastCommitUpToTenIntervalsAndAPauseBringsBackTheInterval() {
         long[] commitTakes = {30};
-        MockProducer<byte[], byte[]> producer = new MockProducer<>(true, new ByteArraySerializer(),
-                new ByteArraySerializer()) {
-            @Override
-            public void commitTransaction() {
-                clock.addAndGet(commitTakes[0]);  // the drain and the coordinator's answer
-                super.commitTransaction();
-            }
-        };
-        StreamTransactions t = transactions(producer);
+        StreamTransactions t = transactions(slowCommits(commitTakes));
         // a backlog: a record every millisecond. The first commit is due at the interval and takes 30 ms; each
         // next transaction is due at 300 ms (begun at the send after the commit)
         List<Long> backlog = sendEvery(t, 1, 1_000);
@@ -179,6 +171,34 @@ public class StreamTransactionsTest {
         for (int i = 2; i < keepsUp.size(); i++) {
             assertTrue(keepsUp.get(i) - keepsUp.get(i - 1) <= 150, keepsUp.toString());
         }
+    }
+
+    /** A producer whose commits take {@code commitTakes[0]} ms on the test's clock (the drain and the coordinator's answer). */
+    MockProducer<byte[], byte[]> slowCommits(long[] commitTakes) {
+        return new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer()) {
+            @Override
+            public void commitTransaction() {
+                clock.addAndGet(commitTakes[0]);
+                super.commitTransaction();
+            }
+        };
+    }
+
+    @Test
+    void eachCommittedTransactionsLengthAndItsCommitsTimeAreCounted() {
+        StreamTransactions t = transactions(slowCommits(new long[] {30}));
+        send(t, 1);
+        clock.addAndGet(70);
+        send(t, 2);
+        t.commit();  // begun at the first send, 70 ms of records and a commit of 30 ms: 100 ms
+        send(t, 3);
+        clock.addAndGet(900);
+        t.commit();  // 930 ms
+        String json = stats.toJson();
+        assertTrue(json.contains(",\"transaction_seconds\":{\"bounds\":[0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,"
+                + "60,300,3600],\"counts\":[0,0,0,0,1,0,0,1,0,0,0,0,0,0,0,0],\"sum\":1.030},"), json);
+        assertTrue(json.contains(",\"commit_seconds\":{\"bounds\":[0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,"
+                + "60,300,3600],\"counts\":[0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0],\"sum\":0.060},"), json);
     }
 
     @Test
