@@ -69,7 +69,7 @@ class Settings:
     trigger: str = AUTO
     delivery: str = AT_LEAST_ONCE
     transaction_interval_ms: int = 100
-    checkpoint_interval_ms: int = 30000
+    checkpoint_interval_ms: int = 120000
     sync_topic_configs: bool = True
     sync_topic_configs_interval: float = 600.0
     sync_group_offsets: bool = False

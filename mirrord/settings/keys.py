@@ -169,8 +169,9 @@ KEYS: dict[str, Key] = {
                        "master) or per task slot of the cluster"),
     "trigger": Key(_trigger, "auto", "real-time (a long task per source partition, milliseconds per record), "
                    "micro-batch, or auto: real-time mode wherever the task slots allow"),
-    "checkpoint.interval.ms": Key(_checkpoint_interval, "30000", "real-time mode: how long a batch runs, i.e. how "
-                                  "often Spark checkpoints; new topics and partitions start at a batch's start"),
+    "checkpoint.interval.ms": Key(_checkpoint_interval, "120000", "real-time mode: how long a batch runs, i.e. how "
+                                  "often Spark checkpoints; each batch's end pauses every stream for a moment "
+                                  "(docs/decisions.md §4)"),
     "offset.commit.interval.ms": Key(_positive_int, "250", "micro-batch mode: the batch interval; each batch ends "
                                      "in a commit"),
     "delivery": Key(_delivery, AT_LEAST_ONCE, "at-least-once (mirrord's writer without transactions; a restart "
