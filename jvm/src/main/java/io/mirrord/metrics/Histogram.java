@@ -63,7 +63,8 @@ final class Histogram {
     void appendJson(StringBuilder json) {
         json.append("{\"bounds\":[");
         for (int i = 0; i < BOUNDS_SECONDS.length; i++) {
-            json.append(i == 0 ? "" : ",").append(BigDecimal.valueOf(BOUNDS_SECONDS[i]).stripTrailingZeros().toPlainString());
+            String bound = BigDecimal.valueOf(BOUNDS_SECONDS[i]).stripTrailingZeros().toPlainString();
+            json.append(i == 0 ? "" : ",").append(bound);
         }
         json.append("],\"counts\":[");
         for (int i = 0; i < BUCKETS; i++) {

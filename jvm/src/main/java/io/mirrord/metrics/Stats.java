@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What the writers count: records and bytes per target topic, a replication-latency histogram,
- * offset syncs written and failed, exactly once's transactions (how long each lasted and its commit took); and what the transforms drop, per transform and source topic
+ * offset syncs written and failed, exactly once's transactions (how long each lasted and its commit took); and
+ * what the transforms drop, per transform and source topic
  * ({@link DroppedUdf}). Executors count into {@link #EXECUTOR} (a stream's writer per source partition into
  * a {@link Tally}, which {@link #drain()} collects); {@link MirrordPlugin} moves those counts to the
  * driver with {@link #drain()} and {@link #add(Delta)}.
