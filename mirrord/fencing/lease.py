@@ -161,6 +161,13 @@ class Lease:
             self.held = True
             self.state = HELD
 
+    def quarantined_for(self) -> float:
+        """Seconds until a new lease may be granted after the last one lapsed (io.mirrord.fencing.Fence's
+        quarantine: what the lapsed lease let through is delivered or failed first); 0 when that is over."""
+        if self.until is None:
+            return 0.0
+        return max(0.0, self.timing.quarantine_ms / 1000 - self.clock.age(self.until))
+
     def release(self) -> None:
         """This host stopped mirroring on purpose: no lease, and nothing to fence."""
         with self._turn:

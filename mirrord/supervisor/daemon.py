@@ -154,7 +154,8 @@ class Daemon:
                 return None if failed is None else QueryFailed(
                     self._now, *failed, away=not self.clusters.all_up(),
                     recent_outage=self.clusters.down_within(OUTAGE_MEMORY),
-                    abort_on_send_failure=self.settings.abort_on_send_failure)
+                    abort_on_send_failure=self.settings.abort_on_send_failure,
+                    quarantined_for=self._quarantined_for())
             case Do.FORGET:
                 self.mirroring.forget()
             case Do.FENCE:
@@ -164,6 +165,10 @@ class Daemon:
             case Do.SHUTDOWN:
                 self._shutdown()
         return None
+
+    def _quarantined_for(self) -> float:
+        lease = self.mirroring.lease
+        return 0.0 if lease is None else lease.quarantined_for()
 
     def _healthy(self, now: float) -> bool:
         """The JVM answers, and no batch is overdue by stall.timeout.ms while both clusters answered."""

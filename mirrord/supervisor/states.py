@@ -9,7 +9,7 @@ logs each change of phase once at INFO and exports it as `mirrord_state{flow,sta
     STARTING --not elected for STANDBY_AFTER--> STANDBY --elected, started--> MIRRORING
     no query, a cluster away --> WAITING --both answer--> (as STARTING)
     a start or the query failed --> RETRYING --RESTART_BACKOFF (at once: records deleted, executor lost; QUICK_RESTART:
-        a repairable failure after a minute without one)--> STARTING
+        a repairable failure after a minute without one; a lapsed lease: its quarantine's rest)--> STARTING
     MIRRORING/OUTAGE --another host holds the flow--> FENCED (exit 75)
     any --stop--> STOPPING (exit 0); --JVM exited 75--> FENCED; --what a restart cannot fix--> FAILED
 """
@@ -138,6 +138,7 @@ class QueryFailed:
     away: bool = False  # a cluster does not answer now
     recent_outage: bool = False  # a cluster was away within OUTAGE_MEMORY
     abort_on_send_failure: bool = False
+    quarantined_for: float = RESTART_BACKOFF  # seconds until a lapsed lease may be granted again (Lease)
 
 
 @dataclass(frozen=True)
@@ -289,12 +290,15 @@ def _start_failed(state: State, failed: StartFailed) -> tuple[State, list[Action
 def _query_failed(state: State, failed: QueryFailed) -> tuple[State, list[Action]]:
     """What a failure means: restart past records deleted before they were read; from the checkpoint
     after an outage (a cluster away now or lately, a client that timed out waiting for one, or a send refused
-    because the lease lapsed: the probe may not have seen the cluster go yet), or after a delivery failure
+    because the lease lapsed: the probe may not have seen the cluster go yet; a start is granted a lease again once
+    the lapsed one's quarantine is over, so that is the wait, often none after an outage), or after a delivery failure
     unless abort.on.send.failure; at once after Spark lost a task's executor (on a cluster executors come and go);
     stop otherwise."""
     done: list[Action] = [Do.FORGET, CountError(failed.kind)]
     repairable = failed.kind in ("delivery", "timeout", "transaction") and not (failed.away or failed.recent_outage)
     backoff = QUICK_RESTART if repairable and failed.now - state.failed_at >= STABLE_FOR else RESTART_BACKOFF
+    if failed.kind == "lapsed" and not failed.away:  # a start is granted a lease once the quarantine is over
+        backoff = min(RESTART_BACKOFF, max(QUICK_RESTART, failed.quarantined_for))
     state = replace(state, failed_at=failed.now)
     if failed.kind == "deleted":  # the next start resumes past them, and reports them lost
         return replace(state, phase=Phase.RETRYING, retry_at=failed.now), done + [Log(logging.WARNING, (

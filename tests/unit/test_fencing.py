@@ -264,6 +264,22 @@ def test_the_lease_is_granted_only_while_elected_and_never_past_half_the_session
     assert len(jvm.grants) == grants
 
 
+def test_after_a_lapse_the_next_lease_is_not_before_the_quarantine_and_the_lease_says_how_long_that_is():
+    clock, jvm = FakeClock(), FakeJvm()
+    e = election(clock)
+    lease = Lease(None, e, jvm=jvm, start=False)
+    assert lease.quarantined_for() == 0.0  # no lease yet: nothing to wait for
+    confirm(e, clock)
+    lease.hold()
+    quarantine = Timing(SESSION).quarantine_ms / 1000
+    clock.run(5.0)  # the lease (5 s from the confirmation) ran out: its quarantine began at its end
+    assert lease.quarantined_for() == pytest.approx(quarantine, abs=0.02)
+    clock.run(1.0)
+    assert lease.quarantined_for() == pytest.approx(quarantine - 1.0, abs=0.02)
+    clock.suspend(quarantine)  # whichever clock says more
+    assert lease.quarantined_for() == 0.0
+
+
 def test_a_release_during_the_lease_threads_grant_is_not_undone_by_it():
     """A clean stop releases the lease while the lease's own thread may be granting it: the grant must not land
     after the release, or leaving the election finds a lease in force and halts the JVM (seen in make test: a

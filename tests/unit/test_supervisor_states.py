@@ -299,12 +299,23 @@ def test_a_repairable_failure_restarts_quickly_once_a_minute_at_most(kind):
 @pytest.mark.parametrize("abort", [False, True])
 def test_a_client_timeout_or_a_lapsed_lease_while_both_answer_is_an_outage_not_a_refused_send(kind, abort):
     # A broker's restart outlasts the lease-bounded timeouts, and a lapsed lease refuses sends, before the probe
-    # sees the cluster away. A lapsed lease is granted again only after its quarantine: the backoff, not a quick try.
-    failed = QueryFailed(NOW, kind, WHY, abort_on_send_failure=abort)
-    backoff = QUICK_RESTART if kind == "timeout" else RESTART_BACKOFF
+    # sees the cluster away. A lapsed lease is granted again only after its quarantine: the start waits for it.
+    failed = QueryFailed(NOW, kind, WHY, abort_on_send_failure=abort, quarantined_for=2.4)
+    backoff = QUICK_RESTART if kind == "timeout" else 2.4
     assert step(MIRRORING, failed) == (
         State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + backoff),
         [Do.FORGET, CountError(kind), Log(logging.WARNING, OUTAGE_LINE)])
+
+
+@pytest.mark.parametrize(("quarantined_for", "backoff"), [(0.0, QUICK_RESTART), (1.5, 1.5), (9.0, RESTART_BACKOFF)])
+def test_a_lapsed_lease_noticed_after_the_outage_restarts_once_its_quarantine_is_over(quarantined_for, backoff):
+    # The send was refused while the target was away and the failure seen only once it answered again: the lease
+    # lapsed a session ago or more, its quarantine is over, and the start goes on at once (the election decides
+    # whether this host holds the flow). The outage's 5 s backoff here cost a test's bound of 5 s to copy again.
+    failed = QueryFailed(NOW, "lapsed", WHY, recent_outage=True, quarantined_for=quarantined_for)
+    assert step(MIRRORING, failed) == (
+        State(Phase.RETRYING, ready=True, announced=True, failed_at=NOW, retry_at=NOW + backoff),
+        [Do.FORGET, CountError("lapsed"), Log(logging.WARNING, OUTAGE_LINE)])
 
 
 def test_records_expired_while_both_answer_name_the_session_that_gives_them_more_time():
