@@ -54,11 +54,18 @@ def brief(workload: str, res: dict) -> str:
                 f"{late['first_record_max_s'] if late['first_record_max_s'] is not None else math.nan:.1f} s "
                 "after creation") if late else ""
         return (f"{res['status']}: p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms, max {res['max_ms']:.1f} ms, "
-                f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s{late}"
+                f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s{window_line(res)}{late}"
                 f"{source_ack_line(res.get('source_ack'))}{stage_line(res.get('stages'))}")
     return (f"{res['status']}: {res['records_per_s']:,.0f} records/s ({res['mb_per_s']:.1f} MB/s) over "
             f"{res['seconds']:.1f} s, startup {res['startup_seconds'] or 0:.1f} s, cpu {res['cpu_seconds']:.0f} s, "
             f"rss {res['peak_rss_bytes'] / 2**20:.0f} MiB")
+
+
+def window_line(res: dict) -> str:
+    """The stream's CPU in its measured window (bench/run.py StreamWindow), when it was measured."""
+    if res.get("cpu_seconds_per_m_window") is None:
+        return ""
+    return f" ({res['cpu_window_seconds']:.1f} s in the window, {res['cpu_seconds_per_m_window']:.1f} s per M records)"
 
 
 def source_ack_line(acked: dict | None) -> str:
@@ -289,8 +296,9 @@ def render(results: dict) -> str:
 
     if "steady" in cfg["workloads"]:
         lines += [f"### Steady stream, {cfg['rate']:,.0f} records/s, latency from send to target consume", "",
-                  "| contender | p50 ms | p99 ms | max ms | delivered | startup s | CPU s | peak RSS MiB | runs |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "| contender | p50 ms | p99 ms | max ms | delivered | startup s | CPU s | CPU s per M in the window "
+                  "| peak RSS MiB | runs |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for name, label in names.items():
             runs = _runs(results, name, "steady")
             ok = [r for r in runs if r]
@@ -302,6 +310,7 @@ def render(results: dict) -> str:
                 f"{spread([r['p99_ms'] for r in ok], '{:.1f}')} | {spread([r['max_ms'] for r in ok], '{:.0f}')} | "
                 f"{_pct(delivered)} | {spread([r['startup_seconds'] for r in ok], '{:.1f}')} | "
                 f"{spread([r['cpu_seconds'] for r in ok], '{:.0f}')} | "
+                f"{spread([r.get('cpu_seconds_per_m_window') for r in ok], '{:.1f}')} | "
                 f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
                 f"{_status(runs, _better_count(results, name, 'steady'))} |")
         lines.append("")

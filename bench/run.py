@@ -495,7 +495,9 @@ class Bench:
                  "--seconds", str(self.cfg.steady_seconds), "--warmup", str(self.cfg.warmup_seconds),
                  "--late-at", str(self.late_at()), "--create-on", ",".join(create_on)],
                 cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            window = StreamWindow(launched.sampler, proc.pid, self.cfg.warmup_seconds)
             out, err = producer.communicate(timeout=self.cfg.steady_seconds + self.cfg.warmup_seconds + 120)
+            window.close()
             if producer.returncode:
                 raise RuntimeError(f"the stream's producer exited {producer.returncode}: {err[-1500:]}")
             sent = json.loads(out.strip().splitlines()[-1])
@@ -510,11 +512,48 @@ class Bench:
                     child.kill()
             res = self._finish(launched, run)
         achieved = sent["sent"] / sent["seconds"]
+        res.update(window.result(run.workdir, sent["sent"]))
         res.update(status="ok" if not lat["missing"] else "missing", startup_seconds=startup,
                    rate=self.cfg.rate, achieved_rate=achieved, topics=len(early) + len(late),
                    partitions=per_topic * (len(early) + len(late)), late_topics=len(late), stages=split,
                    source_ack=sent.get("source_ack"), **lat)
         return res
+
+
+class StreamWindow:
+    """The contender's CPU over the stream's measured window (after the warmup, to the producer's end): a
+    daemon's cost per record while it streams, without its start-up (a JVM's class loading, the JIT's first
+    minute, a query's planning), which the whole run's CPU holds and which a long-running mirror pays once."""
+
+    def __init__(self, sampler, pid: int, warmup: float):
+        self.sampler, self.pid = sampler, pid
+        self.first: tuple[float, dict, float] | None = None
+        self.last: tuple[float, dict, float] | None = None
+        self._timer = threading.Timer(warmup, self._open)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _now(self) -> tuple[float, dict, float]:
+        return self.sampler.cpu_now(), threads(self.pid), time.monotonic()
+
+    def _open(self) -> None:
+        self.first = self._now()
+
+    def close(self) -> None:
+        self._timer.cancel()
+        if self.first is not None:
+            self.last = self._now()
+
+    def result(self, workdir: Path, records: int) -> dict:
+        """cpu_window_seconds, its per-M-records rate and its split by thread kind (threads-window.tsv)."""
+        if self.first is None or self.last is None or not records:
+            return {}
+        rows = window_cpu(self.first[1], self.last[1])
+        (workdir / "threads-window.tsv").write_text(
+            "".join(f"{cpu:.2f}\t{pid}\t{process}\t{name}\n" for cpu, pid, process, name in rows))
+        cpu = self.last[0] - self.first[0]
+        return {"cpu_window_seconds": cpu, "window_seconds": self.last[2] - self.first[2],
+                "cpu_seconds_per_m_window": 1e6 * cpu / records, "cpu_window_by_thread_kind": cpu_by_kind(rows)}
 
 
 def _busy_ticks() -> int:

@@ -47,6 +47,9 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
         assert res["cpu_seconds"] > 0 and res["peak_rss_bytes"] > 0
         if workload == "steady":
             assert res["received"] == res["expected"] > 0
+            # the CPU of the measured window only: less than the whole run's, which holds the start-up
+            assert 0 < res["cpu_window_seconds"] < res["cpu_seconds"] and res["window_seconds"] >= 1.5, res
+            assert res["cpu_seconds_per_m_window"] > 0 and sum(res["cpu_window_by_thread_kind"].values()) > 0
         elif res is runs["mirrord-transform"]["backfill-100"]:  # its filter drops about 1 in 26 records
             assert res["status"] == "ok" and 0 < res["copied"] < res["records"] and res["read_per_s"] > 0
         else:
