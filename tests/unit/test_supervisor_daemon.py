@@ -105,7 +105,7 @@ class Mirroring:
 
     def __init__(self, world: World):
         self.world = world
-        self.lease = SimpleNamespace(fence=lambda: world.call("fence"))
+        self.lease = SimpleNamespace(fence=lambda: world.call("fence"), quarantined_for=lambda: 0.0)
 
     @property
     def running(self) -> bool:
