@@ -128,12 +128,17 @@ def test_the_bars_are_judged_on_medians_of_the_ratios_within_each_repetition():
     assert "ok; the better MM2 in 2 of 3 |" in text  # the general table says how often each MM2 won
 
 
-def test_a_backfills_cpu_is_judged_while_copying_where_both_runs_measured_it():
+def with_value(workload: str, key: str, per_rep: list[tuple[float, float, float]]) -> list[dict]:
+    """REPS with `key` set in each repetition's mirrord, mm2 and mm2-streams run of `workload`."""
     reps = [{k: dict(v) for k, v in rep.items()} for rep in REPS]
-    for rep, (mine, mm2, streams) in zip(reps, [(2.5, 3.5, 3.3), (2.4, 3.2, 4.0), (2.6, 3.4, 3.0)], strict=True):
-        rep["mirrord"]["backfill-100"] = dict(rep["mirrord"]["backfill-100"], cpu_seconds_per_m_copying=mine)
-        rep["mm2"]["backfill-100"] = dict(rep["mm2"]["backfill-100"], cpu_seconds_per_m_copying=mm2)
-        rep["mm2-streams"]["backfill-100"] = dict(rep["mm2-streams"]["backfill-100"], cpu_seconds_per_m_copying=streams)
+    for rep, values in zip(reps, per_rep, strict=True):
+        for name, value in zip(("mirrord", "mm2", "mm2-streams"), values, strict=True):
+            rep[name][workload] = dict(rep[name][workload], **{key: value})
+    return reps
+
+
+def test_a_backfills_cpu_is_judged_while_copying_where_both_runs_measured_it():
+    reps = with_value("backfill-100", "cpu_seconds_per_m_copying", [(2.5, 3.5, 3.3), (2.4, 3.2, 4.0), (2.6, 3.4, 3.0)])
     # the better MM2 by rate: streams, mm2, mm2 (streams failed) -> 2.5/3.3, 2.4/3.2, 2.6/3.4: median 0.76
     text = report.render(results(reps))
     assert bar(text, "Backfill 100 B: CPU s per M records while copying")[1:] == [
@@ -142,11 +147,7 @@ def test_a_backfills_cpu_is_judged_while_copying_where_both_runs_measured_it():
 
 
 def test_the_streams_cpu_in_its_window_is_judged_against_the_better_mm2_of_each_repetition():
-    reps = [{k: dict(v) for k, v in rep.items()} for rep in REPS]
-    for rep, (mine, mm2, streams) in zip(reps, [(20, 50, 40), (18, 36, 30), (25, 45, 40)], strict=True):
-        rep["mirrord"]["steady"] = dict(rep["mirrord"]["steady"], cpu_seconds_per_m_window=mine)
-        rep["mm2"]["steady"] = dict(rep["mm2"]["steady"], cpu_seconds_per_m_window=mm2)
-        rep["mm2-streams"]["steady"] = dict(rep["mm2-streams"]["steady"], cpu_seconds_per_m_window=streams)
+    reps = with_value("steady", "cpu_seconds_per_m_window", [(20, 50, 40), (18, 36, 30), (25, 45, 40)])
     # the better MM2 by p99: streams, mm2 (streams lost a record), streams -> 20/40, 18/36, 25/40: median 0.50
     name = "Steady 10,000 records/s: CPU s per M records in the window"
     assert bar(report.render(results(reps)), name)[1:] == [
