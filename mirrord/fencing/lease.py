@@ -216,6 +216,6 @@ class Lease:
                     return
             except Exception:  # noqa: BLE001 - the JVM went meanwhile
                 return
-            if self.clock.age(self.until) * 1000 >= self.timing.quarantine_ms:
+            if self.quarantined_for() == 0:
                 return
             time.sleep(0.05)
