@@ -11,11 +11,15 @@ from tests.harness.mirrord import Mirrord, write_flow
 from tests.harness.records import Trickle, count, create_topic, wait_until
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
 
-ELECTED_OUTAGE = 20  # seconds: longer than the 6 s session, so the host's membership lapses on both sides
-# Seconds from the target's return to the next record: 0.9-1.6 s measured alone, 3.1-3.5 s beside make test's other
-# lanes (the probe, the member taken out, the rejoin, the query's start); issue 31's bar is 2 s. Before the member
-# was taken out, a session more: 7.4 s.
-COPYING_AGAIN = 5.0
+SESSION = 10  # seconds: the election's leader.session.timeout.ms in this test
+ELECTED_OUTAGE = 2 * SESSION  # longer than the session, so the host's membership lapses on both sides
+# Seconds from the target's return to the next record. A host that waited for its lapsed member to expire would copy
+# a session after the coordinator reloaded the group at the earliest (7.4 s at a 6 s session, before the member was
+# taken out); taken out, 0.9-1.6 s alone, 3.1-5.4 s beside make test's other lanes (a bound of 5 s at a 6 s session
+# failed once at 5.4 s); with the member left in (the take-out disabled), 10.6 s alone at this 10 s session. The bound
+# sits between the two: what the test tells apart is the wait for the old member, not the machine's load. Issue 31's
+# bar is 2 s, on a quiet machine.
+COPYING_AGAIN = 0.8 * SESSION
 
 
 def test_with_leader_election_a_target_whose_coordinator_restarted_is_mirrored_again_within_seconds(
@@ -28,7 +32,7 @@ def test_with_leader_election_a_target_whose_coordinator_restarted_is_mirrored_a
     topic, group = unique("elected-outage"), unique("elected-outage-group")
     create_topic(source.bootstrap, topic, 2)
     config = write_flow(tmp_path / "flow", source.bootstrap, target.bootstrap, topic, group=group,
-                        conf={"leader.session.timeout.ms": "6000"})
+                        conf={"leader.session.timeout.ms": str(SESSION * 1000)})
     daemon = Mirrord(config).start()
     trickle = Trickle(source.bootstrap, topic, 2, total=50 * (ELECTED_OUTAGE + 120), rate=50)
     try:
@@ -37,7 +41,7 @@ def test_with_leader_election_a_target_whose_coordinator_restarted_is_mirrored_a
         wait_until(lambda: count(target.bootstrap, topic) > 100, 60, "mirrord copying before the outage")
         target.stop()
         wait_until(lambda: "its session lapsed" in daemon.output(), ELECTED_OUTAGE, "the election's session lapsing")
-        time.sleep(ELECTED_OUTAGE - 6)  # an outage, not a blip: it lasts on past the lapse
+        time.sleep(SESSION)  # an outage, not a blip: it lasts on past the lapse
         target.start()
         returned = time.monotonic()
         floor = count(target.bootstrap, topic)
