@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -169,8 +170,9 @@ def dump_flight_recordings(root: int, into) -> None:
                     continue
         except OSError:
             continue
-        subprocess.run(["jcmd", str(pid), "JFR.dump", f"filename={into}/{pid}.jfr"], capture_output=True,
-                       timeout=120, check=False)
+        # the JVM writes the file: a relative path would be its working directory's, not ours
+        subprocess.run(["jcmd", str(pid), "JFR.dump", f"filename={Path(into).resolve()}/{pid}.jfr"],
+                       capture_output=True, timeout=120, check=False)
 
 
 def terminate(proc: subprocess.Popen, grace: float = 20) -> None:
