@@ -13,7 +13,11 @@ from tests.harness.records import Trickle, count, create_topic, read_all, wait_u
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
 
 SESSION_S = 6
-TAKE_OVER_S = 3  # past the session, to the new host's first copy: a rehearsed query's start (issue 31: 15.8 s, 6.3)
+# Past the session, to the new host's first copy: the election's rebalance and the query's start. Measured alone:
+# 6.3 s in all with the standby's rehearsal (issue 31: 15.8 s before it), 9.0-9.4 s with the rehearsal disabled; 9.06 s
+# once with it under make test's load, past a bound of 3 s. The bound catches a take-over that waits a second session
+# or a cold start's worth more; the rehearsal itself is asserted by its journal line, its gain is not timed here.
+TAKE_OVER_S = 5
 BATCH = 2000  # max.offsets.per.trigger: what one batch in flight can copy twice
 AFTER = 5  # seconds the stream goes on once the last hand-over is done, the new active host copying it
 
