@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from tests.faults.test_exactly_once import assert_exactly_once
 from tests.harness.mirrord import Mirrord, descendants, wait_gone, write_flow
 from tests.harness.records import Trickle, count, create_topic, wait_until
 from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirrored
@@ -17,6 +18,8 @@ from tests.integration.test_resilience import assert_nothing_lost, wait_all_mirr
 def assert_clean_exit(daemon: Mirrord, tree: list[int]) -> None:
     assert daemon.process.wait(90) == 0, daemon.output()[-3000:]
     assert "Traceback" not in daemon.output(), daemon.output()[-3000:]
+    errors = [line for line in daemon.output().splitlines() if " ERROR " in line]
+    assert not errors, errors[:3]  # a clean stop's journal has no ERROR line (Kafka's, Spark's or mirrord's)
     wait_gone(tree)  # Spark's JVM too, by itself
 
 
@@ -36,14 +39,17 @@ def test_a_signal_to_the_process_group_while_spark_starts_exits_0(kafka_pair, un
         daemon.stop()
 
 
-@pytest.mark.parametrize("trigger", ["real-time", "micro-batch"])
+@pytest.mark.parametrize("trigger,delivery", [("real-time", "at-least-once"), ("micro-batch", "at-least-once"),
+                                              ("real-time", "exactly-once")])
 def test_signals_to_the_process_group_mid_stream_and_during_the_stop_exit_0_and_copy_nothing_twice(
-        kafka_pair, unique, tmp_path, trigger):
+        kafka_pair, unique, tmp_path, trigger, delivery):
+    """Exactly once, the stop interrupts the streams' open transactions: they abort, and are copied again once
+    (read_committed, the target holds each record once)."""
     source, target = kafka_pair
     topic, group = unique("midstream"), unique("midstream-group")
     create_topic(source.bootstrap, topic, 2)
     config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
-                        conf={"offset.commit.interval.ms": "100", "trigger": trigger})
+                        conf={"offset.commit.interval.ms": "100", "trigger": trigger, "delivery": delivery})
     daemon = Mirrord(config).start()
     trickle = Trickle(source.bootstrap, topic, 2, total=40_000, rate=2000)
     try:
@@ -62,7 +68,10 @@ def test_signals_to_the_process_group_mid_stream_and_during_the_stop_exit_0_and_
         trickle.join(120)
         daemon.wait_ready()
         wait_all_mirrored(source.bootstrap, topic, group)
-        assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) == 0, "records copied twice"
+        if delivery == "exactly-once":
+            assert_exactly_once(source.bootstrap, target.bootstrap, topic)
+        else:
+            assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) == 0, "records copied twice"
         daemon.signal(signal.SIGINT)
         assert_clean_exit(daemon, [])
     finally:

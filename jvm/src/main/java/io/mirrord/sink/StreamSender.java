@@ -1,5 +1,7 @@
 package io.mirrord.sink;
 
+import java.time.Duration;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.header.Headers;
 
 /**
@@ -35,4 +37,23 @@ interface StreamSender extends AutoCloseable {
 
     @Override
     void close();
+
+    /**
+     * Closes a transactional producer of the stream: within {@link StreamSends#CLOSE_TIMEOUT}, or at once in a task
+     * that a stopping query interrupted. There a close waiting for the producer's I/O thread is cut short, with
+     * Kafka's "Interrupted while joining ioThread" as an ERROR in a clean stop's journal, and its clean-up races the
+     * still running thread ("Unknown telemetry state: TERMINATED"). So the interrupt is set aside while the producer
+     * is forced closed and its thread joined, then set again. The open transaction was aborted, or the next start's
+     * fencing aborts it (docs/decisions.md §12).
+     */
+    static void close(Producer<?, ?> producer) {
+        boolean interrupted = Thread.interrupted();
+        try {
+            producer.close(interrupted ? Duration.ZERO : StreamSends.CLOSE_TIMEOUT);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
 }

@@ -5,7 +5,6 @@ import io.mirrord.fencing.FencedError;
 import io.mirrord.log.HoldPoint;
 import io.mirrord.metrics.Stats;
 
-import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.LongSupplier;
@@ -275,7 +274,7 @@ final class StreamTransactions implements StreamSender {
             syncs.releaseTargetTopics();
         }
         sources.release();
-        producer.close(Duration.ofSeconds(5));
+        StreamSender.close(producer);
     }
 
     private void begin() {

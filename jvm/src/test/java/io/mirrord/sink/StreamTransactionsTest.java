@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -171,6 +172,36 @@ public class StreamTransactionsTest {
         for (int i = 2; i < keepsUp.size(); i++) {
             assertTrue(keepsUp.get(i) - keepsUp.get(i - 1) <= 150, keepsUp.toString());
         }
+    }
+
+    @Test
+    void aTaskInterruptedByTheQuerysStopClosesItsProducerAtOnceAndOneThatEndedWaitsForIt() {
+        List<String> closes = new ArrayList<>();
+        StreamTransactions stopped = transactions(closing(closes));
+        send(stopped, 1);
+        Thread.currentThread().interrupt();  // what a query's stop does to its tasks
+        try {
+            assertFalse(stopped.taskFailed());
+        } finally {
+            assertTrue(Thread.interrupted(), "the task's interrupt is left as it was");
+        }
+        StreamTransactions ended = transactions(closing(closes));
+        send(ended, 1);
+        ended.taskEnded();
+        ended.close();  // a sender the JVM kept, closed when its stream's next task needs another
+        // the interrupted task's close does not wait, nor is it interrupted while its producer's thread stops
+        assertEquals(List.of(Duration.ZERO + " uninterrupted", StreamSends.CLOSE_TIMEOUT + " uninterrupted"), closes);
+    }
+
+    /** A producer that records each close's timeout in {@code closes}, and whether its thread was interrupted. */
+    static MockProducer<byte[], byte[]> closing(List<String> closes) {
+        return new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer()) {
+            @Override
+            public void close(Duration timeout) {
+                closes.add(timeout + (Thread.currentThread().isInterrupted() ? " interrupted" : " uninterrupted"));
+                super.close(timeout);
+            }
+        };
     }
 
     /** A producer whose commits take {@code commitTakes[0]} ms on the test's clock (the drain and the coordinator's answer). */
