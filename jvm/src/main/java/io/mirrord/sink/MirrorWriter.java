@@ -285,7 +285,7 @@ public final class MirrorWriter extends PythonForeachWriter {
             t.nameTargetTopics(producerConfig, targetPrefix);
             return t;
         } catch (RuntimeException e) {
-            producer.close(Duration.ZERO);
+            StreamSender.uninterrupted(() -> producer.close(Duration.ZERO));
             throw e;
         }
     }

@@ -40,16 +40,25 @@ interface StreamSender extends AutoCloseable {
 
     /**
      * Closes a transactional producer of the stream: within {@link StreamSends#CLOSE_TIMEOUT}, or at once in a task
-     * that a stopping query interrupted. There a close waiting for the producer's I/O thread is cut short, with
-     * Kafka's "Interrupted while joining ioThread" as an ERROR in a clean stop's journal, and its clean-up races the
-     * still running thread ("Unknown telemetry state: TERMINATED"). So the interrupt is set aside while the producer
-     * is forced closed and its thread joined, then set again. The open transaction was aborted, or the next start's
-     * fencing aborts it (docs/decisions.md §12).
+     * that a stopping query interrupted (the open transaction was aborted, or the next start's fencing aborts it:
+     * docs/decisions.md §12). Either way {@link #uninterrupted}.
      */
     static void close(Producer<?, ?> producer) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
+        uninterrupted(() -> producer.close(interrupted ? Duration.ZERO : StreamSends.CLOSE_TIMEOUT));
+    }
+
+    /**
+     * Runs a close with the thread's interrupt set aside, then set again. A query's stop interrupts its tasks, and a
+     * task that closes its stream's producer then (its batch's flush interrupted, a failed send) had the close's
+     * wait for the producer's I/O thread cut short: Kafka's "Interrupted while joining ioThread" as an ERROR in a
+     * clean stop's journal, a clean-up that races the still running thread ("Unknown telemetry state: TERMINATED"),
+     * and at least once the buffered records and delayed offset syncs left unwritten.
+     */
+    static void uninterrupted(Runnable close) {
         boolean interrupted = Thread.interrupted();
         try {
-            producer.close(interrupted ? Duration.ZERO : StreamSends.CLOSE_TIMEOUT);
+            close.run();
         } finally {
             if (interrupted) {
                 Thread.currentThread().interrupt();

@@ -230,14 +230,19 @@ final class StreamSends implements StreamSender {
         return syncs;
     }
 
-    /** Delivers what is buffered (at most {@link #CLOSE_TIMEOUT}), writes the delayed syncs, closes the producer. */
+    /**
+     * Delivers what is buffered (at most {@link #CLOSE_TIMEOUT}), writes the delayed syncs, closes the producer; in a
+     * task the query's stop interrupted too ({@link StreamSender#uninterrupted}).
+     */
     @Override
     public void close() {
-        if (syncs != null) {
-            syncs.close(CLOSE_TIMEOUT);  // closes the producer too
-        } else {
-            producer.close(CLOSE_TIMEOUT);
-        }
+        StreamSender.uninterrupted(() -> {
+            if (syncs != null) {
+                syncs.close(CLOSE_TIMEOUT);  // closes the producer too
+            } else {
+                producer.close(CLOSE_TIMEOUT);
+            }
+        });
         partitions.release();
     }
 
