@@ -47,7 +47,7 @@ jvm-test:
 
 setup: $(VENV)/.installed jars
 
-# The whole test suite, against real Kafka brokers started by the harness: two phases of pytest lanes at once
+# The whole test suite, against real Kafka brokers started by the harness: two phases of two pytest lanes at once
 # (the integration tests beside those that hold no time bound, then the fault tests beside those that wait:
 # tests/lanes.py).
 test: setup system-deps jvm-test

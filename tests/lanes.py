@@ -1,21 +1,19 @@
-"""`make test`: the suite in six pytest processes, two phases of lanes that run at once, so that its minutes of
+"""`make test`: the suite in five pytest processes, two phases of lanes that run at once, so that its minutes of
 waiting overlap its work. Most tests wait far more than they compute (a mirrord start, a session timeout, a
 stream), so a lane alone keeps about one core of two busy.
 
 1. The integration tests (the live lane), beside the tests that hold no time bound a busy machine could break
-   (unit tests, the packages and the units in containers, a Spark standalone cluster's flow, two integration
-   tests that wait only for their records).
+   (unit tests, the bench's harness, the packages and the units in containers, a Spark standalone cluster's
+   flow).
 2. The fault tests (kill -9 campaigns, a host cut off, brokers bounced), beside the tests that mostly wait:
    outages that last minutes by design, four and a half of them, then the signals and reloads, then a flow's
    identity (regions, upgrades); and beside those, the tests that wait on a broker's clock (a group's offsets
    expiring), start a release's state (the upgrades in place) or hold no time bound (MirrorMaker 1's command
    line and the shipped files, a replication cycle, ACLs, an alert firing in a real Prometheus), and a target
-   outage under leader election (one mirrord, a minute, its 2 s bound on the spare core); and the bench's
-   harness (three minutes, five Spark starts), which in the first phase made its second lane the longer by
-   100 s (16:43 against 15:04, 2026-11-30). The fault tests' JVMs run sustained streams and catch-ups: beside
-   the integration tests the kill campaign took 505 s instead of 300 s, so they have a phase of their own,
-   shared only with lanes that leave them a core (measured: the first phase kept 1.6 of the two cores busy, the
-   second 1.4 before its third lane).
+   outage under leader election (one mirrord, a minute, its 2 s bound on the spare core). The fault tests' JVMs
+   run sustained streams and catch-ups: beside the integration tests the kill campaign took 505 s instead of
+   300 s, so they have a phase of their own, shared only with lanes that leave them a core (measured: the first
+   phase kept 1.6 of the two cores busy, the second 1.4 before its third lane).
    `make test` kills 4 times at least once and 2 + 4 times per trigger mode exactly once;
    MIRRORD_KILLS=10 MIRRORD_EOS_KILLS=10 run the whole campaigns.
 
@@ -23,7 +21,7 @@ Each lane has its own brokers and temporary directory; a phase's first lane's ou
 others' is kept in files and shown after it. Where the time goes, per test:
 `python -m tests.lanes -p tests.harness.cputime` (tests/harness/cputime.py).
 
-The exit status is the worst of the six (pytest's 5, nothing selected, counts as success). Arguments go to
+The exit status is the worst of the five (pytest's 5, nothing selected, counts as success). Arguments go to
 every process; with test paths among them, one pytest runs them as given.
 
     python -m tests.lanes [PYTEST_ARGS...]
@@ -52,15 +50,11 @@ LATER = ["tests/integration/test_positions.py::"
          "tests/faults/test_stalled_commit.py",
          "tests/faults/test_exactly_once.py::test_a_host_frozen_mid_transaction_is_fenced_by_the_broker_when_the_layout_"
          "changed"]
-# integration tests that hold no time bound, beside the live lane's: a minute of its 15 (2026-11-30)
-SIDE_INTEGRATION = ["tests/integration/test_resilience.py",
-                    "tests/integration/test_positions.py::"
-                    "test_exactly_once_reads_a_topic_recreated_while_it_was_stopped_from_its_start"]
 PHASES = [
     ("integration", ["tests/integration", "tests/observability/test_rules_and_dashboard.py"],
-     [("side", ["tests/unit", "tests/system", "tests/integration/test_spark_cluster.py", *SIDE_INTEGRATION,
+     [("side", ["tests/unit", "tests/bench", "tests/system", "tests/integration/test_spark_cluster.py",
                 "tests/packaging"])]),
-    ("faults", ["tests/faults"], [("waits", WAITS), ("later", LATER), ("bench", ["tests/bench"])]),
+    ("faults", ["tests/faults"], [("waits", WAITS), ("later", LATER)]),
 ]
 NOTHING_SELECTED = 5
 
