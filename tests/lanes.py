@@ -17,6 +17,11 @@ stream), so a lane alone keeps about one core of two busy.
    `make test` kills 4 times at least once and 2 + 4 times per trigger mode exactly once;
    MIRRORD_KILLS=10 MIRRORD_EOS_KILLS=10 run the whole campaigns.
 
+Measured 2026-11-30 from a fresh worktree (setup included): 31:43, the first phase 15:04 (live) and 16:43 (side,
+the longer by the bench's harness), the second 13:11, 14:01 and 14:05; from a fresh machine (Debian's packages and
+the containers' root built first) 39:23, the side lane 22:30. Moving the bench's harness to a fourth lane of the
+second phase saved 34 s and failed it there once (a transform's backfill past its 60 s run timeout): not kept.
+
 Each lane has its own brokers and temporary directory; a phase's first lane's output is shown as it runs, the
 others' is kept in files and shown after it. Where the time goes, per test:
 `python -m tests.lanes -p tests.harness.cputime` (tests/harness/cputime.py).
