@@ -1,6 +1,7 @@
 package io.mirrord.sink;
 
 import io.mirrord.metrics.Stats;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -48,6 +49,20 @@ public final class SendsFixture {
         this.producer = producer;
         sends = new StreamSends("at-least-once-0", producer, OffsetSyncWriterTest.SYNCS, 100, 1000, stats, "src.",
                 false, bound);
+    }
+
+    /**
+     * A producer of {@code cluster} that records each close's timeout in {@code closes}, and whether its thread was
+     * interrupted then.
+     */
+    static MockProducer<byte[], byte[]> closing(List<String> closes, Cluster cluster, boolean autoComplete) {
+        return new MockProducer<>(cluster, autoComplete, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+            @Override
+            public void close(Duration timeout) {
+                closes.add(timeout + (Thread.currentThread().isInterrupted() ? " interrupted" : " uninterrupted"));
+                super.close(timeout);
+            }
+        };
     }
 
     /** A target cluster of one broker with {@value #TARGET}'s partitions 0 to 7: offsets count per partition. */

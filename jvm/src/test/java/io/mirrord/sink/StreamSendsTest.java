@@ -11,15 +11,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 /** A stream's sends at least once, on a producer whose acknowledgements the test gives one by one. */
@@ -121,15 +118,8 @@ public class StreamSendsTest {
     void aSenderClosedInATaskTheQuerysStopInterruptedWaitsForItsProducerUninterrupted() {
         // a stop interrupts the task while it flushes its batch's end; its catch closes the stream's sender
         List<String> closes = new ArrayList<>();
-        MockProducer<byte[], byte[]> producer = new MockProducer<>(SendsFixture.target(), false, null,
-                new ByteArraySerializer(), new ByteArraySerializer()) {
-            @Override
-            public void close(Duration timeout) {
-                closes.add(timeout + (Thread.currentThread().isInterrupted() ? " interrupted" : " uninterrupted"));
-                super.close(timeout);
-            }
-        };
-        SendsFixture stopped = new SendsFixture(stats, Long.MAX_VALUE, producer);
+        SendsFixture stopped = new SendsFixture(stats, Long.MAX_VALUE,
+                SendsFixture.closing(closes, SendsFixture.target(), false));
         stopped.send(0, 5);
         Thread.currentThread().interrupt();
         try {

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.Cluster;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.NotEnoughReplicasException;
@@ -193,15 +194,9 @@ public class StreamTransactionsTest {
         assertEquals(List.of(Duration.ZERO + " uninterrupted", StreamSends.CLOSE_TIMEOUT + " uninterrupted"), closes);
     }
 
-    /** A producer that records each close's timeout in {@code closes}, and whether its thread was interrupted. */
+    /** A producer that completes every send and records each close in {@code closes} ({@link SendsFixture#closing}). */
     static MockProducer<byte[], byte[]> closing(List<String> closes) {
-        return new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer()) {
-            @Override
-            public void close(Duration timeout) {
-                closes.add(timeout + (Thread.currentThread().isInterrupted() ? " interrupted" : " uninterrupted"));
-                super.close(timeout);
-            }
-        };
+        return SendsFixture.closing(closes, Cluster.empty(), true);
     }
 
     /** A producer whose commits take {@code commitTakes[0]} ms on the test's clock (the drain and the coordinator's answer). */
