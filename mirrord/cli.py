@@ -107,12 +107,20 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+def _py4j_below_warning(record: logging.LogRecord) -> bool:
+    """py4j logs its retries through the root logger (`logging.info("Exception while sending command.", exc_info=True)`
+    when Spark's JVM went first, as a signal to the process group makes it): they get the `py4j` logger's WARNING
+    threshold like the rest of py4j's lines, so a clean stop's journal holds no traceback."""
+    return f"{os.sep}py4j{os.sep}" in record.pathname and record.levelno < logging.WARNING
+
+
 def _setup_logging(level: str) -> None:
     fmt = "%(levelname)s %(name)s: %(message)s"
     if not os.environ.get("JOURNAL_STREAM"):
         fmt = "%(asctime)s " + fmt
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter(fmt))
+    handler.addFilter(lambda record: not _py4j_below_warning(record))
     logging.basicConfig(level=level, handlers=[handler], force=True)
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
