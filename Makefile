@@ -30,9 +30,10 @@ $(JARS)/kafka/.resolved: build/maven/kafka.pom.xml
 	  -DoutputDirectory=$(CURDIR)/$(JARS)/kafka
 	touch $@
 
-# mirrord's own jar (jvm/: its source, its writer, the metrics plugin), beside Spark's connector.
+# mirrord's own jar (jvm/: its source, its writer, the metrics plugin), beside Spark's connector. Its tests run in
+# jvm-test, once per `make test`, not again here.
 $(JARS)/spark/mirrord-jvm.jar: jvm/pom.xml $(shell find jvm/src -type f 2>/dev/null)
-	mvn -q -f jvm/pom.xml package
+	mvn -q -f jvm/pom.xml package -DskipTests
 	mkdir -p $(@D)
 	cp jvm/target/mirrord-jvm-0.1.0.jar $@
 
