@@ -59,6 +59,7 @@ class Run:
     follow: bool = False  # a stream that keeps coming (else a backfill: a contender may stop at the end)
     regex: str = ""  # the whitelist; empty: the topics' names
     new_topics: bool = False  # topics matching the regex appear while it runs
+    metrics: str = ""  # host:port of the contender's Prometheus endpoint, if it has one (mirrord's metrics.listen)
 
     @property
     def pattern(self) -> str:
@@ -284,6 +285,7 @@ class Mirrord(Contender):
             "state.dir": str((run.workdir / "state").resolve()),
             "metrics.listen": f"127.0.0.1:{free_port()}", "flow": f"bench{run.id}",
         }
+        run.metrics = settings["metrics.listen"]
         mirrord = str(VENV / "bin" / "mirrord")
         env = _spark_env()
         java = [self.conf.get("java.options", "")]  # a variant's JVM options, e.g. the JIT's

@@ -59,7 +59,15 @@ def brief(workload: str, res: dict) -> str:
                 f"{source_ack_line(res.get('source_ack'))}{stage_line(res.get('stages'))}")
     return (f"{res['status']}: {res['records_per_s']:,.0f} records/s ({res['mb_per_s']:.1f} MB/s) over "
             f"{res['seconds']:.1f} s, startup {res['startup_seconds'] or 0:.1f} s, cpu {res['cpu_seconds']:.0f} s, "
-            f"rss {res['peak_rss_bytes'] / 2**20:.0f} MiB")
+            f"rss {res['peak_rss_bytes'] / 2**20:.0f} MiB{pace_line(res.get('transactions'))}")
+
+
+def pace_line(pace: dict | None) -> str:
+    """Exactly once: the commits' pace (bench/run.py transaction_pace), when the contender has transactions."""
+    if not pace:
+        return ""
+    return (f"; {pace['committed']} transactions of {pace['transaction_ms_mean']:.0f} ms, commits "
+            f"{pace['commit_ms_mean']:.1f} ms ({100 * pace['commit_share']:.1f} % of their time)")
 
 
 def window_line(res: dict) -> str:

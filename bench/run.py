@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -336,13 +337,15 @@ class Bench:
                                                          for cpu, pid, process, name in threads))
         if "FlightRecording" in os.environ.get("BENCH_JAVA_OPTIONS", ""):
             dump_flight_recordings(proc.pid, run.workdir)
+        pace = transaction_pace(run)
         terminate(proc)
         ready = launched.ready.stop() if launched.ready else None
         for cluster in (self.source, self.target):  # the run's topics and any internal topics named after it
             mine = [t for t in cluster.topics() if run.id in t or (cluster is self.target and t in run.topics)]
             cluster.delete(*mine)
         return {"cpu_seconds": usage.cpu_seconds, "peak_rss_bytes": usage.peak_rss_bytes, "ready_seconds": ready,
-                "cpu_by_thread_kind": cpu_by_kind(threads), "log": str(run.workdir / "contender.log")}
+                "cpu_by_thread_kind": cpu_by_kind(threads), "log": str(run.workdir / "contender.log"),
+                "transactions": pace}
 
     def _fail_if_exited(self, proc: subprocess.Popen, run: Run) -> None:
         """A contender that stopped with an error ends the run (one that finished cleanly may have copied all)."""
@@ -518,6 +521,29 @@ class Bench:
                    partitions=per_topic * (len(early) + len(late)), late_topics=len(late), stages=split,
                    source_ack=sent.get("source_ack"), **lat)
         return res
+
+
+def transaction_pace(run: Run) -> dict | None:
+    """Exactly once: the contender's committed transactions, as its /metrics says before it is stopped (kept in
+    metrics.txt): how many, a commit's mean time, and the share of the transactions' time their commits took
+    (docs/decisions.md §12, a commit's pace). None for a contender without metrics or transactions."""
+    if not run.metrics:
+        return None
+    try:
+        with urllib.request.urlopen(f"http://{run.metrics}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return None
+    (run.workdir / "metrics.txt").write_text(text)
+    values = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r"^(mirrord_transaction(?:_commit)?_seconds_(?:sum|count))(?:\{[^}]*\})? (\S+)$", text, re.M)}
+    commits = values.get("mirrord_transaction_commit_seconds_count", 0)
+    lasted = values.get("mirrord_transaction_seconds_sum", 0)
+    if not commits or not lasted:
+        return None
+    committing = values.get("mirrord_transaction_commit_seconds_sum", 0)
+    return {"committed": int(commits), "commit_ms_mean": 1000 * committing / commits,
+            "transaction_ms_mean": 1000 * lasted / commits, "commit_share": committing / lasted}
 
 
 class StreamWindow:
