@@ -165,6 +165,7 @@ public final class MirrorWriter extends PythonForeachWriter {
         StreamSender s = sender;
         if (s == null) {
             s = claim(Assignment.streamOf(new TopicPartition(topic.toString(), partition), streams));
+            s.reading(Handed.onThisThread());  // the task's reader, in this thread: its polls pace the commits
             sender = s;
         }
         Long timestamp = row.isNullAt(TIMESTAMP) ? null : row.getLong(TIMESTAMP);

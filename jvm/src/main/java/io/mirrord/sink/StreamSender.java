@@ -1,5 +1,6 @@
 package io.mirrord.sink;
 
+import io.mirrord.source.Handed;
 import java.time.Duration;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.header.Headers;
@@ -15,6 +16,10 @@ interface StreamSender extends AutoCloseable {
 
     /** The stream's source partitions, each with its target topic named once. */
     SourcePartitions partitions();
+
+    /** The task's records come from {@code reader}'s polls (exactly once: they pace the commits, {@link CommitPace}). */
+    default void reading(Handed reader) {
+    }
 
     /** Sends one record of {@code source} at {@code offset}; {@code timestampMs} null: the producer's clock. */
     void send(SourcePartition source, long offset, Long timestampMs, byte[] key, byte[] value, Headers headers);

@@ -4,6 +4,7 @@ import io.mirrord.fencing.Fence;
 import io.mirrord.fencing.FencedError;
 import io.mirrord.log.HoldPoint;
 import io.mirrord.metrics.Stats;
+import io.mirrord.source.Handed;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -43,7 +44,7 @@ final class StreamTransactions implements StreamSender {
     final CommittedPositions earlier;
     private final Map<TopicPartition, PendingPosition> pending = new LinkedHashMap<>();  // in the open transaction
     private final SourcePartitions sources;
-    private final CommitPace pace;
+    final CommitPace pace;  // the tests drive its reader
     private final CommitWait commits = new CommitWait(Fence::open, () -> System.nanoTime() / 1_000_000);
     private boolean open;
     private volatile RuntimeException failure;  // the first failed send of the open transaction
@@ -79,6 +80,11 @@ final class StreamTransactions implements StreamSender {
     @Override
     public SourcePartitions partitions() {
         return sources;
+    }
+
+    @Override
+    public synchronized void reading(Handed reader) {
+        pace.reading(reader::polls, reader::shortPolls);
     }
 
     /** A record sent in the open transaction (begun if none is) unless earlier owners committed it; commits if due. */
@@ -195,10 +201,7 @@ final class StreamTransactions implements StreamSender {
             if (!Fence.open()) {
                 throw new FencedError("transaction of " + id + " not committed: this host's lease lapsed (fenced)");
             }
-            if (syncs != null) {
-                // each run's last sync, in the transaction that holds its records: a marker follows them, so the
-                // partition's next record starts a new run and would emit it anyway, but only if it comes, and
-                // in a transaction that may abort (docs/decisions.md §12)
+            if (syncs != null) {  // each run's last sync, in the transaction of its records (docs/decisions.md §12)
                 syncs.flushPending();
                 syncs.sendCoalesced(null);
             }

@@ -1,6 +1,9 @@
 package io.mirrord.source;
 
+import java.time.Duration;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.Consumer;
 
 /**
  * The record a task thread's reader last made a row of (docs/decisions.md §2, "A record's bytes, once"). Spark runs
@@ -8,10 +11,16 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  * row the record it came from is here: where no transform rewrote key or value, the writer sends the consumer's own
  * arrays instead of copying the row's bytes out again. The writer checks that the row is that record's (its topic,
  * partition and offset) and copies from the row otherwise.
+ *
+ * <p>It also counts the reader's polls, and those that returned fewer records than a poll may: the source had no more
+ * ready, so the stream keeps up with it; a poll that returns all it may found a backlog. Exactly once, the writer's
+ * commits follow that (docs/decisions.md §12, a commit's pace); the timer that commits while the task waits reads it.
  */
 public final class Handed {
     private static final ThreadLocal<Handed> THREAD = ThreadLocal.withInitial(Handed::new);
     private ConsumerRecord<byte[], byte[]> record;
+    private volatile long polls;
+    private volatile long shortOnes;
 
     private Handed() { }
 
@@ -27,6 +36,26 @@ public final class Handed {
     /** The record whose row this thread's reader made last, or null. */
     public ConsumerRecord<byte[], byte[]> last() {
         return record;
+    }
+
+    /** The reader's poll of {@code consumer}, counted: short if it returned fewer than {@code most} records. */
+    ConsumerRecords<byte[], byte[]> poll(Consumer<byte[], byte[]> consumer, long timeoutMs, int most) {
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(timeoutMs));
+        if (records.count() < most) {
+            shortOnes++;  // this thread's only: the volatile is for the timer's reads
+        }
+        polls++;
+        return records;
+    }
+
+    /** The polls this thread's readers made. */
+    public long polls() {
+        return polls;
+    }
+
+    /** Those that returned fewer records than they might: the source had no more ready. */
+    public long shortPolls() {
+        return shortOnes;
     }
 
     /** The reader's task is over: no row of its will come. */

@@ -67,6 +67,12 @@ final class SourceOptions implements Serializable {
             options.getOrDefault("positions.group.id", "").isEmpty() ? null : options.get("positions.group.id"));
     }
 
+    /** The most records a poll returns ({@code max.poll.records}): a poll that returns as many found more ready. */
+    int maxPollRecords() {
+        return Integer.parseInt(kafka.getOrDefault(ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                String.valueOf(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS)));
+    }
+
     /**
      * A consumer's properties: the user's, with what a stream needs. No group: a stream's partitions are
      * assigned by the query, and positions live in Spark's checkpoint (mirrord commits the group elsewhere).

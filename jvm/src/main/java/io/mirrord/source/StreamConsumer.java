@@ -2,7 +2,6 @@ package io.mirrord.source;
 
 import io.mirrord.metrics.StageClock;
 import io.mirrord.positions.Incarnations;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -164,7 +163,7 @@ final class StreamConsumer {
             return;
         }
         try {
-            fetched.add(consumer.poll(Duration.ofMillis(Math.max(0, timeoutMs))));
+            fetched.add(Handed.onThisThread().poll(consumer, Math.max(0, timeoutMs), options.maxPollRecords()));
             if (!fetched.isEmpty()) {
                 progressAt = System.currentTimeMillis();
             }
@@ -283,7 +282,7 @@ final class StreamConsumer {
 
     void close() {
         try {
-            consumer.close(Duration.ZERO);
+            consumer.close(java.time.Duration.ZERO);
         } catch (RuntimeException e) {
             log.debug("closing stream {}'s consumer: {}", stream, e.toString());
         }

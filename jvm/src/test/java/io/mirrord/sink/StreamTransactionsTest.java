@@ -130,13 +130,21 @@ public class StreamTransactionsTest {
         assertEquals(1, t.committed());
     }
 
-    /** Sends a record every {@code stepMs} for {@code forMs}; the clock's value at the start of each commit. */
-    List<Long> sendEvery(StreamTransactions t, long stepMs, long forMs) {
+    final AtomicLong polls = new AtomicLong();
+    final AtomicLong shortPolls = new AtomicLong();
+
+    /**
+     * Sends a record every {@code stepMs} for {@code forMs}, each after a poll of the reader (short: the source had no
+     * more ready); the clock's value at the start of each commit.
+     */
+    List<Long> sendEvery(StreamTransactions t, long stepMs, long forMs, boolean shortPoll) {
         List<Long> commits = new ArrayList<>();
         long end = clock.get() + forMs;
         for (long offset = 0; clock.get() < end; offset++) {
             long before = t.committed();
             long at = clock.get();
+            polls.incrementAndGet();
+            shortPolls.addAndGet(shortPoll ? 1 : 0);
             send(t, offset);
             if (t.committed() > before) {
                 commits.add(at);
@@ -147,31 +155,35 @@ public class StreamTransactionsTest {
     }
 
     @Test
-    void aBacklogsTransactionsLastTenTimesTheirLastCommitUpToTenIntervalsAndAPauseBringsBackTheInterval() {
+    void aBacklogsTransactionsLastTenTimesTheirLastCommitUpToTenIntervalsAndAStreamThatKeepsUpCommitsAtTheInterval() {
         long[] commitTakes = {30};
         StreamTransactions t = transactions(slowCommits(commitTakes));
-        // a backlog: a record every millisecond. The first commit is due at the interval and takes 30 ms; each
-        // next transaction is due at 300 ms (begun at the send after the commit)
-        List<Long> backlog = sendEvery(t, 1, 1_000);
+        t.pace.reading(polls::get, shortPolls::get);
+        // a backlog: a record every millisecond, every poll full. The first commit is due at the interval and takes
+        // 30 ms; each next transaction is due at 300 ms (begun at the send after the commit)
+        List<Long> backlog = sendEvery(t, 1, 1_000, false);
         assertEquals(List.of(1_100L, 1_431L, 1_762L), backlog.subList(0, 3), backlog.toString());
-        // a backlog whose thread is descheduled 20 ms now and then: still a backlog
+        // a backlog whose thread is descheduled 20 ms now and then: its polls still come back full, still a backlog
+        // (counted by the task's pauses of 5 ms or more, such a backfill kept up in nearly every transaction)
         List<Long> hiccups = new ArrayList<>();
         for (int i = 0; i < 10; i++) {
-            hiccups.addAll(sendEvery(t, 1, 80));
+            hiccups.addAll(sendEvery(t, 1, 80, false));
             clock.addAndGet(20);
         }
         assertTrue(hiccups.size() >= 2 && hiccups.get(1) - hiccups.get(0) >= 300, hiccups.toString());
         // a target that stalls: each commit takes 5 s, and the next transaction lasts ten intervals, not fifty
         commitTakes[0] = 5_000;
-        List<Long> stalled = sendEvery(t, 1, 30_000);
+        List<Long> stalled = sendEvery(t, 1, 30_000, false);
         assertEquals(5_000 + 1 + 1_000, stalled.get(1) - stalled.get(0), stalled.toString());
-        // the stream keeps up: a record every 10 ms (the source's fetch waits for data) and quick commits are due at
-        // the interval whatever the last commit took
+        // the stream keeps up: its polls come back short (a record every 10 ms, or every millisecond: the source had
+        // no more ready), and its transactions are due at the interval whatever the last commit took
         commitTakes[0] = 40;
-        List<Long> keepsUp = sendEvery(t, 10, 2_000);
-        assertTrue(keepsUp.size() >= 10, keepsUp.toString());
-        for (int i = 2; i < keepsUp.size(); i++) {
-            assertTrue(keepsUp.get(i) - keepsUp.get(i - 1) <= 150, keepsUp.toString());
+        for (long step : new long[] {10, 1}) {
+            List<Long> keepsUp = sendEvery(t, step, 2_000, true);
+            assertTrue(keepsUp.size() >= 10, keepsUp.toString());
+            for (int i = 2; i < keepsUp.size(); i++) {
+                assertTrue(keepsUp.get(i) - keepsUp.get(i - 1) <= 150, keepsUp.toString());
+            }
         }
     }
 
