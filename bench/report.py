@@ -56,7 +56,8 @@ def brief(workload: str, res: dict) -> str:
                 "after creation") if late else ""
         return (f"{res['status']}: p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms, max {res['max_ms']:.1f} ms, "
                 f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s{window_line(res)}{late}"
-                f"{source_ack_line(res.get('source_ack'))}{stage_line(res.get('stages'))}")
+                f"{source_ack_line(res.get('source_ack'))}{stage_line(res.get('stages'))}"
+                f"{pace_line(res.get('transactions'))}")
     return (f"{res['status']}: {res['records_per_s']:,.0f} records/s ({res['mb_per_s']:.1f} MB/s) over "
             f"{res['seconds']:.1f} s, startup {res['startup_seconds'] or 0:.1f} s, cpu {res['cpu_seconds']:.0f} s, "
             f"rss {res['peak_rss_bytes'] / 2**20:.0f} MiB{pace_line(res.get('transactions'))}")
