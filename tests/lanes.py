@@ -21,6 +21,8 @@ Measured 2026-11-30 from a fresh worktree (setup included): 31:43, the first pha
 the longer by the bench's harness), the second 13:11, 14:01 and 14:05; from a fresh machine (Debian's packages and
 the containers' root built first) 39:23, the side lane 22:30. Moving the bench's harness to a fourth lane of the
 second phase saved 34 s and failed it there once (a transform's backfill past its 60 s run timeout): not kept.
+Later that day, the JVM tests run once (not also by `make jars`): 29:27, the first phase 13:56 and 15:26, the
+second 11:16, 12:22 and 13:08.
 
 Each lane has its own brokers and temporary directory; a phase's first lane's output is shown as it runs, the
 others' is kept in files and shown after it. Where the time goes, per test:
