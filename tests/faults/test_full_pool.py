@@ -55,10 +55,11 @@ def test_a_pool_full_past_max_block_ms_is_waited_out_without_a_restart_or_a_dupl
         wait_all_mirrored(source.bootstrap, topic, group)
         assert FULL in daemon.output(), daemon.output()[-3000:]
 
-        # A first record for a quiet topic while the target is stopped. The same batch's end may fall in the pause
-        # (seen once under make test's load: the records were read after it, with the target back), so up to three
-        # quiet topics, until a refusal was waited out. Timestamps of a minute ago: records older than the topic's
-        # retention (7 days) go at the broker's next retention check, and the source could not be read back.
+        # A first record for a quiet topic while the target is stopped. It may reach the producer only once the
+        # target is back (seen once under make test's load: no refusal, every record copied once; a batch's end in
+        # the pause, as above, would do it), so up to three quiet topics, until a refusal was waited out. Timestamps
+        # of a minute ago: records older than the topic's retention (7 days) go at the broker's next retention check,
+        # and the source could not be read back.
         stamp = int(time.time() * 1000) - 60_000
         copied = []
         for quiet in quiets:
