@@ -46,11 +46,6 @@ final class CommitPace {
         shortAtBegin = shortPolls.getAsLong();
     }
 
-    /** The task sends a record of the open transaction now; returns now, for {@link #due}. */
-    long sending() {
-        return clockMs.getAsLong();
-    }
-
     /** Whether the open transaction is due (the task's check after a send, the timer's while the task waits). */
     boolean due(long now) {
         long age = now - begunAt;

@@ -104,7 +104,7 @@ final class StreamTransactions implements StreamSender {
         if (!open) {
             begin();
         }
-        long now = pace.sending();
+        long now = pace.now();
         pending.computeIfAbsent(s.tp, tp -> new PendingPosition(s)).add(sourceOffset, timestampMs == null ? -1
                 : timestampMs, (key == null ? 0 : key.length) + (value == null ? 0 : value.length));
         try {
