@@ -28,6 +28,7 @@ final class SourceOptions implements Serializable {
     final long maxOffsetsPerTrigger;  // 0: no limit
     final Map<String, String> kafka;  // consumer properties, without the prefix
     final String positionsGroup;  // the group mirrord's positions are committed to (null: none)
+    final int maxPollRecords;  // the most records a poll returns: a poll that returns as many found more ready
 
     private SourceOptions(Pattern pattern, int streams, String starting, long refreshMs, long pollTimeoutMs,
                           long maxOffsetsPerTrigger, Map<String, String> kafka, String positionsGroup) {
@@ -39,6 +40,8 @@ final class SourceOptions implements Serializable {
         this.maxOffsetsPerTrigger = maxOffsetsPerTrigger;
         this.kafka = kafka;
         this.positionsGroup = positionsGroup;
+        this.maxPollRecords = Integer.parseInt(kafka.getOrDefault(ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                String.valueOf(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS)).trim());
     }
 
     static SourceOptions parse(Map<String, String> options) {
@@ -65,12 +68,6 @@ final class SourceOptions implements Serializable {
             Long.parseLong(options.getOrDefault("poll.timeout.ms", String.valueOf(POLL_TIMEOUT_MS_DEFAULT))),
             Long.parseLong(options.getOrDefault("maxOffsetsPerTrigger", "0")), kafka,
             options.getOrDefault("positions.group.id", "").isEmpty() ? null : options.get("positions.group.id"));
-    }
-
-    /** The most records a poll returns ({@code max.poll.records}): a poll that returns as many found more ready. */
-    int maxPollRecords() {
-        return Integer.parseInt(kafka.getOrDefault(ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-                String.valueOf(ConsumerConfig.DEFAULT_MAX_POLL_RECORDS)));
     }
 
     /**

@@ -163,7 +163,7 @@ final class StreamConsumer {
             return;
         }
         try {
-            fetched.add(Handed.onThisThread().poll(consumer, Math.max(0, timeoutMs), options.maxPollRecords()));
+            fetched.add(Handed.onThisThread().poll(consumer, Math.max(0, timeoutMs), options.maxPollRecords));
             if (!fetched.isEmpty()) {
                 progressAt = System.currentTimeMillis();
             }
