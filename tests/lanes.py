@@ -5,15 +5,15 @@ stream), so a lane alone keeps about one core of two busy.
 1. The integration tests (the live lane), beside the tests that hold no time bound a busy machine could break
    (unit tests, the bench's harness, the packages and the units in containers, a Spark standalone cluster's
    flow).
-2. The fault tests (kill -9 campaigns, a host cut off, brokers bounced), beside the tests that mostly wait:
-   outages that last minutes by design, four and a half of them, then the signals and reloads, then a flow's
-   identity (regions, upgrades); and beside those, the tests that wait on a broker's clock (a group's offsets
-   expiring), start a release's state (the upgrades in place) or hold no time bound (MirrorMaker 1's command
-   line and the shipped files, a replication cycle, ACLs, an alert firing in a real Prometheus), and a target
-   outage under leader election (one mirrord, a minute, its 2 s bound on the spare core). The fault tests' JVMs
-   run sustained streams and catch-ups: beside the integration tests the kill campaign took 505 s instead of
-   300 s, so they have a phase of their own, shared only with lanes that leave them a core (measured: the first
-   phase kept 1.6 of the two cores busy, the second 1.4 before its third lane).
+2. The fault tests (kill -9 campaigns, a host cut off, brokers bounced) and the upgrades in place (a release's
+   state started, no time bound), beside the tests that mostly wait: outages that last minutes by design, four
+   and a half of them, then the signals and reloads, then a flow's identity (regions, upgrades); and beside
+   those, the tests that wait on a broker's clock (a group's offsets expiring) or hold no time bound
+   (MirrorMaker 1's command line and the shipped files, a replication cycle, ACLs, an alert firing in a real
+   Prometheus), and a target outage under leader election (one mirrord, a minute, its 2 s bound on the spare
+   core). The fault tests' JVMs run sustained streams and catch-ups: beside the integration tests the kill
+   campaign took 505 s instead of 300 s, so they have a phase of their own, shared only with lanes that leave
+   them a core (measured: the first phase kept 1.6 of the two cores busy, the second 1.4 before its third lane).
    `make test` kills 4 times at least once and 2 + 4 times per trigger mode exactly once;
    MIRRORD_KILLS=10 MIRRORD_EOS_KILLS=10 run the whole campaigns.
 
@@ -23,6 +23,10 @@ the containers' root built first) 39:23, the side lane 22:30. Moving the bench's
 second phase saved 34 s and failed it there once (a transform's backfill past its 60 s run timeout): not kept.
 Later that day, the JVM tests run once (not also by `make jars`): 29:27, the first phase 13:56 and 15:26, the
 second 11:16, 12:22 and 13:08.
+
+Then, to even the phases' lanes out (the first phase's side lane was 1:30 longer than its live lane, the second's
+later lane 1:50 longer than its fault tests): the unit suite's property tests moved to the first phase's live lane
+and the upgrades in place to the fault tests' lane.
 
 Each lane has its own brokers and temporary directory; a phase's first lane's output is shown as it runs, the
 others' is kept in files and shown after it. Where the time goes, per test:
@@ -51,17 +55,21 @@ LATER = ["tests/integration/test_positions.py::"
          "test_an_idle_partitions_committed_position_outlives_the_source_groups_retention",
          "tests/integration/test_positions.py::"
          "test_a_topic_a_stream_took_up_and_that_was_recreated_under_it_is_copied_whole",
-         "tests/integration/test_upgrade.py", "tests/integration/test_claims.py", "tests/integration/test_cycle.py",
+         "tests/integration/test_claims.py", "tests/integration/test_cycle.py",
          "tests/integration/test_acls.py", "tests/observability/test_prometheus_live.py",
          "tests/faults/test_election_outage.py", "tests/faults/test_full_pool.py", "tests/faults/test_slow_link.py",
          "tests/faults/test_stalled_commit.py",
          "tests/faults/test_exactly_once.py::test_a_host_frozen_mid_transaction_is_fenced_by_the_broker_when_the_layout_"
          "changed"]
+# property tests of the unit suite, run by the live lane of the first phase: they only compute, and the side lane
+# is the longer of the two without them
+PROPERTIES = ["tests/unit/test_offsets_property.py", "tests/unit/test_config_faults_property.py"]
 PHASES = [
-    ("integration", ["tests/integration", "tests/observability/test_rules_and_dashboard.py"],
+    ("integration", ["tests/integration", "tests/observability/test_rules_and_dashboard.py", *PROPERTIES],
      [("side", ["tests/unit", "tests/bench", "tests/system", "tests/integration/test_spark_cluster.py",
                 "tests/packaging"])]),
-    ("faults", ["tests/faults"], [("waits", WAITS), ("later", LATER)]),
+    # the upgrades in place hold no time bound: beside the fault tests, where the later lane was the longest
+    ("faults", ["tests/faults", "tests/integration/test_upgrade.py"], [("waits", WAITS), ("later", LATER)]),
 ]
 NOTHING_SELECTED = 5
 
@@ -71,20 +79,17 @@ def main(args: list[str]) -> int:
     if any(not a.startswith("-") and (ROOT / a.split("::")[0]).exists() for a in args):
         return subprocess.call([*pytest, *args], cwd=ROOT)
     statuses = []
-    kept_everywhere = [p for *_, lanes in PHASES for _, paths in lanes for p in paths]
-    # a live lane never runs a file or test a kept lane of any phase runs
-    leave_out = [f"--deselect={p}" if "::" in p else f"--ignore={p}" for p in kept_everywhere
-                 if "::" in p or p.endswith(".py")]
     for live, live_paths, lanes in PHASES:
         with tempfile.TemporaryDirectory(prefix=f"mirrord-{live}-") as base:
             logs = [tempfile.NamedTemporaryFile("w+", prefix=f"mirrord-{kept}-", suffix=".log") for kept, _ in lanes]
             print(f"\n===== {live}: {' '.join(live_paths)} =====", flush=True)
             others = [subprocess.Popen([*pytest, "-p", "no:cacheprovider", f"--basetemp={base}/{kept}",
-                                        *_junit(args, kept), *kept_paths], cwd=ROOT, stdout=log,
-                                       stderr=subprocess.STDOUT, env=os.environ.copy())
+                                        *_left_out(kept_paths), *_junit(args, kept), *kept_paths],
+                                       cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
                       for (kept, kept_paths), log in zip(lanes, logs, strict=True)]
             try:
-                statuses.append(subprocess.call([*pytest, *leave_out, *_junit(args, live), *live_paths], cwd=ROOT))
+                statuses.append(subprocess.call([*pytest, *_left_out(live_paths), *_junit(args, live), *live_paths],
+                                                cwd=ROOT))
             finally:
                 statuses.extend(other.wait() for other in others)
             for (kept, kept_paths), log in zip(lanes, logs, strict=True):
@@ -94,6 +99,13 @@ def main(args: list[str]) -> int:
                 log.close()
     statuses = [0 if s == NOTHING_SELECTED else s for s in statuses]
     return next((s for s in statuses if s != 0), 0)
+
+
+def _left_out(own: list[str]) -> list[str]:
+    """A lane's arguments that leave out the files and tests another lane names: no test runs twice."""
+    named = [p for _, live_paths, lanes in PHASES for p in [*live_paths, *(q for _, paths in lanes for q in paths)]
+             if "::" in p or p.endswith(".py")]
+    return [f"--deselect={p}" if "::" in p else f"--ignore={p}" for p in named if p not in own]
 
 
 def _junit(args: list[str], lane: str) -> list[str]:
