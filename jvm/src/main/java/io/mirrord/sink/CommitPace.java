@@ -9,13 +9,16 @@ import java.util.function.LongSupplier;
  * more of the reader's polls came back short (the source had no more records ready: the stream keeps up with it) is
  * due at {@code transaction.interval.ms}, the longest a read_committed consumer waits for a record beyond its copy.
  * Any other is a backlog's: due once it is {@value #SHARE} times as old as the stream's last commit took, if that is
- * more than the interval, up to {@value #STRETCH} intervals; commits then take about a tenth of the stream's time.
+ * more than the interval, up to {@value #STRETCH} intervals. What a transaction costs is more than its commit (the
+ * batches its drain sends short, the next transaction's partitions joined once the coordinator has written its
+ * markers: the producer waits 20 ms each time it asks too soon): at ten commit-times exactly once copied 0.70x at
+ * least once's rate, at thirty 0.89x (measured, docs/decisions.md §12).
  * The reader's polls, not the task's pauses between records, tell the two apart: a backlog's thread, descheduled
  * now and then on a busy host, pauses too (measured: a 5 M record backfill, counted by its pauses of 5 ms or more,
  * kept up in nearly every transaction). Used under its transactions' monitor only.
  */
 final class CommitPace {
-    static final int SHARE = 10;
+    static final int SHARE = 30;
     static final int STRETCH = 10;
     private final long intervalMs;
     private final LongSupplier clockMs;

@@ -155,14 +155,14 @@ public class StreamTransactionsTest {
     }
 
     @Test
-    void aBacklogsTransactionsLastTenTimesTheirLastCommitUpToTenIntervalsAndAStreamThatKeepsUpCommitsAtTheInterval() {
-        long[] commitTakes = {30};
+    void aBacklogsTransactionsLastThirtyTimesTheirLastCommitUpToTenIntervalsAndAStreamThatKeepsUpCommitsAtTheInterval() {
+        long[] commitTakes = {10};
         StreamTransactions t = transactions(slowCommits(commitTakes));
         t.pace.reading(polls::get, shortPolls::get);
         // a backlog: a record every millisecond, every poll full. The first commit is due at the interval and takes
-        // 30 ms; each next transaction is due at 300 ms (begun at the send after the commit)
+        // 10 ms; each next transaction is due at 300 ms (begun at the send after the commit)
         List<Long> backlog = sendEvery(t, 1, 1_000, false);
-        assertEquals(List.of(1_100L, 1_431L, 1_762L), backlog.subList(0, 3), backlog.toString());
+        assertEquals(List.of(1_100L, 1_411L, 1_722L), backlog.subList(0, 3), backlog.toString());
         // a backlog whose thread is descheduled 20 ms now and then: its polls still come back full, still a backlog
         // (counted by the task's pauses of 5 ms or more, such a backfill kept up in nearly every transaction)
         List<Long> hiccups = new ArrayList<>();
