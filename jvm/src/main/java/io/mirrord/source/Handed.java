@@ -1,9 +1,11 @@
 package io.mirrord.source;
 
 import java.time.Duration;
+import java.util.OptionalLong;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * The record a task thread's reader last made a row of (docs/decisions.md §2, "A record's bytes, once"). Spark runs
@@ -12,9 +14,13 @@ import org.apache.kafka.clients.consumer.Consumer;
  * arrays instead of copying the row's bytes out again. The writer checks that the row is that record's (its topic,
  * partition and offset) and copies from the row otherwise.
  *
- * <p>It also counts the reader's polls, and those that returned fewer records than a poll may: the source had no more
- * ready, so the stream keeps up with it; a poll that returns all it may found a backlog. Exactly once, the writer's
- * commits follow that (docs/decisions.md §12, a commit's pace); the timer that commits while the task waits reads it.
+ * <p>It also counts the reader's polls, and those that found the source dry: fewer records than a poll may, and
+ * none left at the source of the partitions it returned (their lag, from the fetch's high watermark or last stable
+ * offset, is 0), so the stream keeps up with it. A poll that returns all it may, or whose partitions the source
+ * holds more of, found a backlog: records of 1 KiB fill a partition's fetch ({@code max.partition.fetch.bytes}) with
+ * fewer records than a poll may return, so in a backlog of them polls come back short with more ready. Exactly once,
+ * the writer's commits follow that (docs/decisions.md §12, a commit's pace); the timer that commits while the task
+ * waits reads it.
  */
 public final class Handed {
     private static final ThreadLocal<Handed> THREAD = ThreadLocal.withInitial(Handed::new);
@@ -38,14 +44,26 @@ public final class Handed {
         return record;
     }
 
-    /** The reader's poll of {@code consumer}, counted: short if it returned fewer than {@code most} records. */
+    /** The reader's poll of {@code consumer}, counted: short if it returned fewer than {@code most} records and the
+     *  source had no more of their partitions. */
     ConsumerRecords<byte[], byte[]> poll(Consumer<byte[], byte[]> consumer, long timeoutMs, int most) {
         ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(timeoutMs));
-        if (records.count() < most) {
+        if (records.count() < most && drained(consumer, records)) {
             shortOnes++;  // this thread's only: the volatile is for the timer's reads
         }
         polls++;
         return records;
+    }
+
+    /** Whether the source had nothing more of the partitions {@code records} came from (known from their fetch). */
+    private static boolean drained(Consumer<byte[], byte[]> consumer, ConsumerRecords<byte[], byte[]> records) {
+        for (TopicPartition tp : records.partitions()) {
+            OptionalLong lag = consumer.currentLag(tp);
+            if (lag.isPresent() && lag.getAsLong() > 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The polls this thread's readers made. */
@@ -53,7 +71,7 @@ public final class Handed {
         return polls;
     }
 
-    /** Those that returned fewer records than they might: the source had no more ready. */
+    /** Those that found the source dry: fewer records than they might, and no more of their partitions. */
     public long shortPolls() {
         return shortOnes;
     }

@@ -36,4 +36,21 @@ public class HandedTest {
         assertEquals(3, handed.polls() - polls);
         assertEquals(2, handed.shortPolls() - shortOnes);
     }
+
+    @Test
+    void aPollThatReturnsLessWhileTheSourceHoldsMoreOfItsPartitionsIsABacklogs() throws Exception {
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.EARLIEST);
+        consumer.assign(List.of(ORDERS));
+        consumer.updateBeginningOffsets(Map.of(ORDERS, 0L));
+        consumer.updateEndOffsets(Map.of(ORDERS, 10L));  // the fetch's high watermark: ten records at the source
+        Handed handed = Handed.onThisThread();
+        long shortOnes = handed.shortPolls();
+        add(consumer, 0, 2);  // records of 1 KiB: a partition's fetch is full at two, fewer than a poll may return
+        assertEquals(2, handed.poll(consumer, 0, 3).count());
+        assertEquals(0, handed.shortPolls() - shortOnes, "the source had eight more: a backlog's poll");
+        add(consumer, 2, 2);
+        consumer.updateEndOffsets(Map.of(ORDERS, 4L));
+        assertEquals(2, handed.poll(consumer, 0, 3).count());
+        assertEquals(1, handed.shortPolls() - shortOnes, "nothing more at the source: it keeps up");
+    }
 }
