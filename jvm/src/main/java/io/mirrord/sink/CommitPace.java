@@ -6,8 +6,9 @@ import java.util.function.LongSupplier;
  * When a stream's open transaction is due to commit (docs/decisions.md §12). A commit stops the stream's sends while
  * the producer drains and the coordinator answers: tens of milliseconds in a backlog or against a loaded target,
  * which with a transaction every 100 ms was a quarter of a backfill's time. A transaction during which a quarter or
- * more of the reader's polls came back short (the source had no more records ready: the stream keeps up with it) is
- * due at {@code transaction.interval.ms}, the longest a read_committed consumer waits for a record beyond its copy.
+ * more of the reader's polls found the source dry (no more records ready, {@code io.mirrord.source.Handed}: the
+ * stream keeps up with it) is due at {@code transaction.interval.ms}, the longest a read_committed consumer waits for
+ * a record beyond its copy.
  * Any other is a backlog's: due once it is {@value #SHARE} times as old as the stream's last commit took, if that is
  * more than the interval, up to {@value #STRETCH} intervals. What a transaction costs is more than its commit (the
  * batches its drain sends short, the next transaction's partitions joined once the coordinator has written its
@@ -22,11 +23,11 @@ final class CommitPace {
     static final int STRETCH = 10;
     private final long intervalMs;
     private final LongSupplier clockMs;
-    private LongSupplier polls = () -> 0;  // the task thread's reader's polls, and those that came back short
-    private LongSupplier shortPolls = () -> 0;
+    private LongSupplier polls = () -> 0;  // the task thread's reader's polls, and those that found the source dry
+    private LongSupplier dryPolls = () -> 0;
     private long begunAt;
     private long pollsAtBegin;
-    private long shortAtBegin;
+    private long dryAtBegin;
     private long commitStartedAt;
     private long lastCommitMs;
     private long lastLastedMs;  // the last committed transaction's, from its begin to its commit's end
@@ -37,23 +38,23 @@ final class CommitPace {
     }
 
     /** The reader whose records the stream's task sends (its thread's, {@code io.mirrord.source.Handed}). */
-    void reading(LongSupplier polls, LongSupplier shortPolls) {
+    void reading(LongSupplier polls, LongSupplier dryPolls) {
         this.polls = polls;
-        this.shortPolls = shortPolls;
+        this.dryPolls = dryPolls;
     }
 
     /** A transaction begins now. */
     void begun() {
         begunAt = clockMs.getAsLong();
         pollsAtBegin = polls.getAsLong();
-        shortAtBegin = shortPolls.getAsLong();
+        dryAtBegin = dryPolls.getAsLong();
     }
 
     /** Whether the open transaction is due (the task's check after a send, the timer's while the task waits). */
     boolean due(long now) {
         long age = now - begunAt;
         long polled = polls.getAsLong() - pollsAtBegin;
-        boolean keepsUp = polled > 0 && 4 * (shortPolls.getAsLong() - shortAtBegin) >= polled;
+        boolean keepsUp = polled > 0 && 4 * (dryPolls.getAsLong() - dryAtBegin) >= polled;
         return age >= (keepsUp ? intervalMs : dueAfterMs());
     }
 

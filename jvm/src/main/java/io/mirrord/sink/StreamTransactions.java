@@ -84,7 +84,7 @@ final class StreamTransactions implements StreamSender {
 
     @Override
     public synchronized void reading(Handed reader) {
-        pace.reading(reader::polls, reader::shortPolls);
+        pace.reading(reader::polls, reader::dryPolls);
     }
 
     /** A record sent in the open transaction (begun if none is) unless earlier owners committed it; commits if due. */

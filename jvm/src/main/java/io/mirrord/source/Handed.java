@@ -26,7 +26,7 @@ public final class Handed {
     private static final ThreadLocal<Handed> THREAD = ThreadLocal.withInitial(Handed::new);
     private ConsumerRecord<byte[], byte[]> record;
     private volatile long polls;
-    private volatile long shortOnes;
+    private volatile long dryOnes;
 
     private Handed() { }
 
@@ -44,12 +44,12 @@ public final class Handed {
         return record;
     }
 
-    /** The reader's poll of {@code consumer}, counted: short if it returned fewer than {@code most} records and the
+    /** The reader's poll of {@code consumer}, counted: dry if it returned fewer than {@code most} records and the
      *  source had no more of their partitions. */
     ConsumerRecords<byte[], byte[]> poll(Consumer<byte[], byte[]> consumer, long timeoutMs, int most) {
         ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(timeoutMs));
         if (records.count() < most && drained(consumer, records)) {
-            shortOnes++;  // this thread's only: the volatile is for the timer's reads
+            dryOnes++;  // this thread's only: the volatile is for the timer's reads
         }
         polls++;
         return records;
@@ -72,8 +72,8 @@ public final class Handed {
     }
 
     /** Those that found the source dry: fewer records than they might, and no more of their partitions. */
-    public long shortPolls() {
-        return shortOnes;
+    public long dryPolls() {
+        return dryOnes;
     }
 
     /** The reader's task is over: no row of its will come. */

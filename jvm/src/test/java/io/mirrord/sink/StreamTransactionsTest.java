@@ -131,20 +131,20 @@ public class StreamTransactionsTest {
     }
 
     final AtomicLong polls = new AtomicLong();
-    final AtomicLong shortPolls = new AtomicLong();
+    final AtomicLong dryPolls = new AtomicLong();
 
     /**
      * Sends a record every {@code stepMs} for {@code forMs}, each after a poll of the reader (short: the source had no
      * more ready); the clock's value at the start of each commit.
      */
-    List<Long> sendEvery(StreamTransactions t, long stepMs, long forMs, boolean shortPoll) {
+    List<Long> sendEvery(StreamTransactions t, long stepMs, long forMs, boolean dry) {
         List<Long> commits = new ArrayList<>();
         long end = clock.get() + forMs;
         for (long offset = 0; clock.get() < end; offset++) {
             long before = t.committed();
             long at = clock.get();
             polls.incrementAndGet();
-            shortPolls.addAndGet(shortPoll ? 1 : 0);
+            dryPolls.addAndGet(dry ? 1 : 0);
             send(t, offset);
             if (t.committed() > before) {
                 commits.add(at);
@@ -158,7 +158,7 @@ public class StreamTransactionsTest {
     void aBacklogsTransactionsLastThirtyTimesTheirLastCommitUpToTenIntervalsAndAStreamThatKeepsUpCommitsAtTheInterval() {
         long[] commitTakes = {10};
         StreamTransactions t = transactions(slowCommits(commitTakes));
-        t.pace.reading(polls::get, shortPolls::get);
+        t.pace.reading(polls::get, dryPolls::get);
         // a backlog: a record every millisecond, every poll full. The first commit is due at the interval and takes
         // 10 ms; each next transaction is due at 300 ms (begun at the send after the commit)
         List<Long> backlog = sendEvery(t, 1, 1_000, false);

@@ -27,14 +27,14 @@ public class HandedTest {
         consumer.updateBeginningOffsets(Map.of(ORDERS, 0L));
         Handed handed = Handed.onThisThread();
         long polls = handed.polls();
-        long shortOnes = handed.shortPolls();
+        long dryOnes = handed.dryPolls();
         add(consumer, 0, 3);
         assertEquals(3, handed.poll(consumer, 0, 3).count());  // as many as a poll may return: more may be ready
         add(consumer, 3, 2);
         assertEquals(2, handed.poll(consumer, 0, 3).count());  // fewer: the source had no more
         assertEquals(0, handed.poll(consumer, 0, 3).count());
         assertEquals(3, handed.polls() - polls);
-        assertEquals(2, handed.shortPolls() - shortOnes);
+        assertEquals(2, handed.dryPolls() - dryOnes);
     }
 
     @Test
@@ -44,13 +44,13 @@ public class HandedTest {
         consumer.updateBeginningOffsets(Map.of(ORDERS, 0L));
         consumer.updateEndOffsets(Map.of(ORDERS, 10L));  // the fetch's high watermark: ten records at the source
         Handed handed = Handed.onThisThread();
-        long shortOnes = handed.shortPolls();
+        long dryOnes = handed.dryPolls();
         add(consumer, 0, 2);  // records of 1 KiB: a partition's fetch is full at two, fewer than a poll may return
         assertEquals(2, handed.poll(consumer, 0, 3).count());
-        assertEquals(0, handed.shortPolls() - shortOnes, "the source had eight more: a backlog's poll");
+        assertEquals(0, handed.dryPolls() - dryOnes, "the source had eight more: a backlog's poll");
         add(consumer, 2, 2);
         consumer.updateEndOffsets(Map.of(ORDERS, 4L));
         assertEquals(2, handed.poll(consumer, 0, 3).count());
-        assertEquals(1, handed.shortPolls() - shortOnes, "nothing more at the source: it keeps up");
+        assertEquals(1, handed.dryPolls() - dryOnes, "nothing more at the source: it keeps up");
     }
 }
