@@ -6,10 +6,16 @@ package io.mirrord.sink;
  * follows the rate at which the target acknowledges, so a record waits in the producer about a third of its
  * delivery timeout at most: a slower target (behind a slow link, a WAN between regions) then holds the records in
  * the source, where they wait without expiring, instead of in the producer, where they expire and restart the
- * query. One record in {@link #SAMPLE_EVERY} is timed from its send to its acknowledgement; the
- * bytes queued ahead of it when it was sent, over that time, are the target's rate (Little's law). It starts at the
- * floor, so a slow link's first burst does not expire either; a quick target raises it within a few hundred
- * records (30 samples: {@code QueueBoundFollowsTest}).
+ * query. One record in {@link #SAMPLE_EVERY} is timed from its send to its acknowledgement; the bytes the target
+ * acknowledged meanwhile, over that time, are its rate, and each sample moves the bound an eighth of the way to
+ * what it acknowledges in a sixth of the delivery timeout. A sixth, not the third: the producer drains a batch of
+ * each partition in turn, and a stream reads a partition's records at a time, so the records of the partition
+ * that had much queued when another's came wait about twice what awaits over the rate (the others' records
+ * overtake them, sent as their own are acknowledged). The rate is not the bytes queued ahead of the record when it
+ * was sent, over its wait (Little's law): an overtaking record gave a third more than the target's rate. Both
+ * together made a backlog behind a slow link wait 2.7 of the 3 s and expire on a pause of the machine
+ * ({@code QueueBoundFollowsTest}). It starts at the floor, so a slow link's first burst does not expire either; a
+ * quick target raises it within a few hundred records (30 samples).
  */
 final class QueueBound {
     static final int SAMPLE_EVERY = 16;  // a power of two
@@ -34,11 +40,11 @@ final class QueueBound {
     }
 
     /**
-     * At most {@code max} bytes, and no more than the target acknowledges in a third of {@code deliveryMs} (never
+     * At most {@code max} bytes, and no more than the target acknowledges in a sixth of {@code deliveryMs} (never
      * below {@link #FLOOR} or a quarter of {@code max}, whichever is less).
      */
     static QueueBound following(long max, long deliveryMs) {
-        return new QueueBound(max, Math.max(1, deliveryMs) * 1_000_000L / 3);
+        return new QueueBound(max, Math.max(1, deliveryMs) * 1_000_000L / 6);
     }
 
     long get() {
@@ -56,14 +62,14 @@ final class QueueBound {
     }
 
     /**
-     * A timed record acknowledged {@code waitNanos} after its send, with {@code ahead} bytes (its own included)
-     * awaiting acknowledgement when it was sent; in the producer's I/O thread.
+     * A timed record acknowledged {@code waitNanos} after its send, the target having acknowledged {@code acked}
+     * bytes of the stream's records meanwhile (its own included); in the producer's I/O thread.
      */
-    void acknowledged(long ahead, long waitNanos) {
+    void acknowledged(long acked, long waitNanos) {
         if (targetNanos == 0) {
             return;
         }
-        double rate = (double) ahead / Math.max(1, waitNanos);  // bytes a nanosecond
+        double rate = (double) acked / Math.max(1, waitNanos);  // bytes a nanosecond
         long wanted = clamp((long) Math.min(Long.MAX_VALUE, rate * targetNanos));
         if (samples < SETTLED) {
             samples++;

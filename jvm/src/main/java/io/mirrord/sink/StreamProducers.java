@@ -20,7 +20,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *
  * <p>Whatever the pool, a stream's records awaiting acknowledgement are at most {@value #QUEUED_PER_DELIVERY_SECOND}
  * bytes per second of {@code delivery.timeout.ms} (at least {@value #MIN_QUEUED}; {@link #queueBound}), and no more
- * than the target acknowledges in a third of it ({@link QueueBound}).
+ * than the target acknowledges in a sixth of it ({@link QueueBound}).
  */
 final class StreamProducers {
     static final long PER_STREAM_BATCHES = 16L << 20;
@@ -73,7 +73,7 @@ final class StreamProducers {
     }
 
     /**
-     * A stream's {@link QueueBound}: {@link #queueBound} at most, and what the target acknowledges in a third of
+     * A stream's {@link QueueBound}: {@link #queueBound} at most, and what the target acknowledges in a sixth of
      * {@code delivery.timeout.ms}.
      */
     static QueueBound bound(Map<String, String> properties) {

@@ -45,6 +45,7 @@ final class StreamSends implements StreamSender {
     private volatile KafkaException failure;  // the first send that failed
     private final QueueBound bound;  // bytes of records awaiting acknowledgement before a send waits
     private final AtomicLong queued = new AtomicLong();
+    private final AtomicLong acked = new AtomicLong();  // bytes of records acknowledged, for the bound's samples
     private final WarnLimiter poolFullLines = new WarnLimiter(60_000);  // at most a line a minute
     private final WarnLimiter refusedLines = new WarnLimiter(60_000);  // metadata not come: a line a minute
     private final WarnLimiter followedLines = new WarnLimiter(60_000);  // the bound under the fixed one: a line a minute
@@ -97,9 +98,9 @@ final class StreamSends implements StreamSender {
                 new ProducerRecord<>(source.target, source.partition, timestampMs, key, value, headers);
         Delivery delivery = new Delivery(source, offset, source.incarnation.get(), bytes);
         source.sending(bytes);
-        long ahead = queued.addAndGet(bytes);
+        queued.addAndGet(bytes);
         if (bound.sample()) {
-            delivery.ahead = ahead;
+            delivery.ackedBefore = acked.get();
             delivery.sentNanos = System.nanoTime();
         }
         try {
@@ -181,8 +182,9 @@ final class StreamSends implements StreamSender {
             long held = followedLines.admit();
             if (held >= 0) {
                 log.warn("{}: the target acknowledges slowly; the stream waits with {} KiB of records awaiting "
-                        + "acknowledgement, about a third of delivery.timeout.ms, and holds the rest in the source "
-                        + "({} more such waits since the last line; docs/decisions.md §2)", id, bound.get() >> 10, held);
+                        + "acknowledgement, what it acknowledges in a sixth of delivery.timeout.ms, and holds the rest "
+                        + "in the source ({} more such waits since the last line; docs/decisions.md §2)", id,
+                        bound.get() >> 10, held);
             }
         }
         while (queued.get() > bound.get() && failure == null) {
@@ -258,7 +260,7 @@ final class StreamSends implements StreamSender {
         private final long bytes;
         private Thread sending;  // the thread in producer.send(record, this), while it is in it
         private TimeoutException refused;  // refused before the append, in the sending thread: nothing was sent
-        private long ahead;  // a timed record's: the bytes awaiting acknowledgement when it was sent, its own included
+        private long ackedBefore;  // a timed record's: the stream's bytes acknowledged before it was sent
         private long sentNanos;  // and when (System.nanoTime): 0 for a record not timed
 
         Delivery(SourcePartition source, long offset, long readIn, long bytes) {
@@ -285,8 +287,9 @@ final class StreamSends implements StreamSender {
                 latencyMs = System.currentTimeMillis() - metadata.timestamp();
                 StageClock.reached(StageClock.ACKED, offset, metadata.timestamp());
             }
+            long ackedNow = exception == null ? acked.addAndGet(bytes) : 0;
             if (exception == null && sentNanos != 0) {
-                bound.acknowledged(ahead, System.nanoTime() - sentNanos);
+                bound.acknowledged(ackedNow - ackedBefore, System.nanoTime() - sentNanos);
             }
             source.acknowledged(offset, readIn, metadata, exception, latencyMs, syncs);
             queued.addAndGet(-bytes);

@@ -45,7 +45,8 @@ public final class SendsFixture {
                 new ByteArraySerializer()));
     }
 
-    private SendsFixture(Stats stats, QueueBound bound, MockProducer<byte[], byte[]> producer) {
+    /** With {@code bound}, on {@code producer}. */
+    SendsFixture(Stats stats, QueueBound bound, MockProducer<byte[], byte[]> producer) {
         this.producer = producer;
         sends = new StreamSends("at-least-once-0", producer, OffsetSyncWriterTest.SYNCS, 100, 1000, stats, "src.",
                 false, bound);
