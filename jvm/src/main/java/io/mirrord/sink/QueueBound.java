@@ -12,10 +12,10 @@ package io.mirrord.sink;
  * each partition in turn, and a stream reads a partition's records at a time, so the records of the partition
  * that had much queued when another's came wait about twice what awaits over the rate (the others' records
  * overtake them, sent as their own are acknowledged). The rate is not the bytes queued ahead of the record when it
- * was sent, over its wait (Little's law): an overtaking record gave a third more than the target's rate. Both
- * together made a backlog behind a slow link wait 2.7 of the 3 s and expire on a pause of the machine
- * ({@code QueueBoundFollowsTest}). It starts at the floor, so a slow link's first burst does not expire either; a
- * quick target raises it within a few hundred records (30 samples).
+ * was sent, over its wait (Little's law): an overtaking record gave a third more than the target's rate. With both,
+ * a backlog behind a slow link expired a batch in one CI run ({@code QueueBoundFollowsTest} measures each). It
+ * starts at the floor, so a slow link's first burst does not expire either; a quick target raises it within a few
+ * hundred records (30 samples).
  */
 final class QueueBound {
     static final int SAMPLE_EVERY = 16;  // a power of two
