@@ -124,7 +124,7 @@ class QueueBoundFollowsTest {
         Link link = new Link();
         link.carry(bound, 2, 2000, 4 * SECOND);
         // about twice the sixth, a third of the timeout (the other partition's records overtake the first's), and
-        // half a sixth for this JVM's pauses and the sleeps' jitter; following a third, they waited 2.7 thirds
+        // half a sixth for this JVM's pauses and the sleeps' jitter; following a third, they waited up to 1.5 s
         assertTrue(link.longest < 3 * SECOND * 5 / 12, "a record waited " + link.longest / 1_000_000 + " ms");
     }
 
