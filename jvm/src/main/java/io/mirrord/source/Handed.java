@@ -44,8 +44,10 @@ public final class Handed {
         return record;
     }
 
-    /** The reader's poll of {@code consumer}, counted: dry if it returned fewer than {@code most} records and the
-     *  source had no more of their partitions. */
+    /**
+     * The reader's poll of {@code consumer}, counted: dry if it returned fewer than {@code most} records and the
+     * source had no more of their partitions.
+     */
     ConsumerRecords<byte[], byte[]> poll(Consumer<byte[], byte[]> consumer, long timeoutMs, int most) {
         ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(timeoutMs));
         if (records.count() < most && drained(consumer, records)) {

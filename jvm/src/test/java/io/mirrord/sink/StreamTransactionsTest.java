@@ -134,8 +134,8 @@ public class StreamTransactionsTest {
     final AtomicLong dryPolls = new AtomicLong();
 
     /**
-     * Sends a record every {@code stepMs} for {@code forMs}, each after a poll of the reader (short: the source had no
-     * more ready); the clock's value at the start of each commit.
+     * Sends a record every {@code stepMs} for {@code forMs}, each after a poll of the reader ({@code dry}: one that
+     * found the source dry); the clock's value at the start of each commit.
      */
     List<Long> sendEvery(StreamTransactions t, long stepMs, long forMs, boolean dry) {
         List<Long> commits = new ArrayList<>();
