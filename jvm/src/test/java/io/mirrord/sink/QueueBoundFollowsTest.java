@@ -90,11 +90,17 @@ class QueueBoundFollowsTest {
         QueueBound bound = QueueBound.following(192, 30);  // a sixth of 30 ms: 5 ms; each record is 3 bytes
         SendsFixture f = new SendsFixture(new Stats(), bound);
         assertEquals(48, bound.get());  // a quarter of the fixed bound: the floor, here
-        // acknowledged at once: far more than 192 bytes in 5 ms, but a sample that a pause of this JVM (its
-        // collector, its compiler) stretched pulls the bound down, so the test asks for well above the floor, not for
-        // the fixed bound itself
-        long offset = rounds(f, 0, 60, 0);
-        assertTrue(bound.get() > 96, String.valueOf(bound.get()));
+        // acknowledged at once: far more than 192 bytes in 5 ms, but a sample that a pause of this thread (this JVM's
+        // collector or compiler, another process on the cores) stretched past a few ms pulls the bound down: the
+        // test asks how high it rose, well above the floor, not where the last rounds left it (under make test's
+        // load, 79 after 60 rounds, once)
+        long offset = 0;
+        long highest = 0;
+        for (int round = 0; round < 60; round++) {
+            offset = rounds(f, offset, 1, 0);
+            highest = Math.max(highest, bound.get());
+        }
+        assertTrue(highest > 96, String.valueOf(highest));
         rounds(f, offset, 30, 20);  // acknowledged 20 ms after the send: 48 bytes in 20 ms, 12 in 5 ms
         assertEquals(48, bound.get());
         for (int i = 0; i < 17; i++) {
