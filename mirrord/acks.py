@@ -75,6 +75,6 @@ class Acknowledgements:
                                       totals.get("commit_seconds", {}))
         records = sum(int(t.get("records", 0)) for t in topics.values())
         self.positions.update(positions, records)
-        for gap in lost:
-            self.positions.report_deleted(gap, "its topic deleted")
+        for gap, why in lost:
+            self.positions.report_deleted(gap, why)
         return records

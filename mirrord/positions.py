@@ -1,5 +1,6 @@
 """Where the flow stands in the source, as the supervisor sees it: the mirrored position of every
-partition, the lag behind the source's end, and records deleted before mirrord could read them.
+partition, the lag behind the source's end, and records deleted before mirrord could read them (counted where
+they were found gone: the JVM's streams, or a start).
 
 The positions have one owner, in the JVM where the acknowledgements arrive
 (io.mirrord.positions.Positions, docs/decisions.md §10): the acknowledged contiguous prefix of each
@@ -14,14 +15,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime
 
 from mirrord.kafka.admin import TP, Cluster
 from mirrord.metrics import Metrics
-from mirrord.mm2.offsets import deleted_before_read, parse_source_offsets
 
 log = logging.getLogger(__name__)
-LOG_STARTS_KEPT = 60  # readings of the source's log start offsets, one a second: a minute
 
 
 class Positions:
@@ -31,7 +29,6 @@ class Positions:
         self.metrics = metrics
         self.flow = metrics.flow
         self._positions: dict[TP, int] = {}  # next source offset to mirror, per partition
-        self._log_starts: list[tuple[float, dict[TP, int]]] = []  # (time, the source's log starts)
         self._lock = threading.Lock()
         self.mirrored = 0
         self.batches = 0
@@ -50,13 +47,6 @@ class Positions:
             for tp, offset in committed.items():
                 self._positions.setdefault(tp, offset)
 
-    def note_log_starts(self, starts: dict[TP, int]) -> None:
-        """The source's log start offsets now, so each batch can tell what was deleted before it could
-        read it."""
-        with self._lock:
-            self._log_starts.append((time.time(), starts))
-            del self._log_starts[:-LOG_STARTS_KEPT]
-
     def update(self, positions: dict[TP, int], records: int) -> None:
         """The owner's positions now (io.mirrord.positions.Positions), and the records the target acknowledged."""
         with self._lock:
@@ -64,16 +54,12 @@ class Positions:
             self.mirrored = max(self.mirrored, records)
 
     def on_progress(self, progress) -> None:
-        """After each batch Spark committed: records deleted before they were read are reported."""
-        source = progress.sources[0]
-        start, end = parse_source_offsets(source.startOffset), parse_source_offsets(source.endOffset)
-        began = _epoch(progress.timestamp)
+        """After each batch Spark committed: its duration and time. Records deleted before they were read are
+        reported by the stream whose next fetch found them gone (io.mirrord.source.StreamConsumer, `jvm_lost`), or
+        at a start (spark/resume.py)."""
         with self._lock:
-            before = [starts for taken, starts in self._log_starts if taken < began]
             if progress.numInputRows:
                 self.batches += 1
-        if before:  # what lay below the log start before the batch began was never there to read
-            self.report_deleted(deleted_before_read(start, end, {}, before[-1]))
         if progress.numInputRows:
             duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
             self.metrics.batch_duration.labels(self.flow).observe(duration)
@@ -96,8 +82,3 @@ class Positions:
             self.metrics.partition_lag.labels(self.flow, topic, str(partition)).set(lag)
         self.metrics.lag.labels(self.flow).set(sum(lags.values()))
         self.lag, self.topics = sum(lags.values()), len(topics)
-
-
-def _epoch(timestamp: str) -> float:
-    """Spark's progress timestamp (ISO 8601, UTC, e.g. 2026-11-22T00:42:18.123Z) as Unix seconds."""
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()

@@ -266,23 +266,6 @@ def parse_source_offsets(text: str | None) -> dict[tuple[str, int], int]:
     return {(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}
 
 
-def deleted_before_read(start: dict[tuple[str, int], int], end: dict[tuple[str, int], int],
-                        first_read: dict[tuple[str, int], int],
-                        log_start: dict[tuple[str, int], int]) -> dict[tuple[str, int], tuple[int, int]]:
-    """The offsets [from, to) of a batch's planned range that the source deleted before they were read.
-
-    A batch plans [start, end) per partition; Spark's reader skips what retention (or delete-records)
-    removed, so the first offset read is above start. Only the part below the source's log start
-    offset counts: a gap above it is compaction or transaction markers, which are not records lost.
-    """
-    lost = {}
-    for tp, begin in start.items():
-        stop = min(first_read.get(tp, end.get(tp, begin)), log_start.get(tp, begin))
-        if stop > begin:
-            lost[tp] = (begin, stop)
-    return lost
-
-
 class OffsetSyncsReader(TopicReader):
     """The offset-syncs topic, read from where the last call stopped, each record an OffsetSync; a tombstone
     (a retired writer's key, retirement.py) is none. `seen`, if given, hears of every record's key first."""

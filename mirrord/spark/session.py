@@ -161,11 +161,12 @@ def jvm_positions(spark) -> dict[tuple[str, int], int]:
     return {(topic, int(p)): int(o) for topic, parts in raw.items() for p, o in parts.items()}
 
 
-def jvm_lost(spark) -> list[dict[tuple[str, int], tuple[int, int]]]:
-    """Source records the streams knew of and never read, their topic deleted, since the last call: each a
-    partition's offsets [from, to) (io.mirrord.metrics.Stats#addLost)."""
-    return [{(topic, partition): (begin, stop)}
-            for topic, partition, begin, stop in json.loads(jvm_class(spark, PLUGIN).lostJson())]
+def jvm_lost(spark) -> list[tuple[dict[tuple[str, int], tuple[int, int]], str]]:
+    """Source records the streams knew of and never read since the last call (their topic deleted, or they were,
+    below the log start a stream's next fetch found): each a partition's offsets [from, to) and why
+    (io.mirrord.metrics.Stats#addLost)."""
+    return [({(topic, partition): (begin, stop)}, why)
+            for topic, partition, begin, stop, why in json.loads(jvm_class(spark, PLUGIN).lostJson())]
 
 
 def flush_positions(spark) -> bool:

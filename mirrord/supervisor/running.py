@@ -164,11 +164,8 @@ class Mirroring:
                 self.metrics.mode.labels(self.flow.name, name).set(1 if name == mode.name else 0)
 
     def ensure_target_topics(self, topics: dict[str, int]) -> int:
-        """Every source topic has its copy in the target; and the source's log start offsets, kept a
-        minute, so each batch can tell what was deleted before it could read it."""
+        """Every source topic has its copy in the target."""
         self._target_topics.ensure(topics)
-        self.positions.note_log_starts(self.source.log_start_offsets((t, p) for t, n in topics.items()
-                                                                     for p in range(n)))
         return 0
 
     def failure(self) -> tuple[str, str] | None:

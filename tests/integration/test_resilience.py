@@ -3,14 +3,18 @@ it) is counted and named. Kills, signals and outages are the fault campaign's (t
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
+import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.harness.mirrord import Mirrord, metric_value, write_flow
+from tests.harness.mirrord import EVERY_CASE, Mirrord, metric_value, write_flow
 from tests.harness.records import (
     committed_offsets,
+    count,
     create_topic,
     end_offsets,
     produce,
@@ -40,6 +44,52 @@ def assert_nothing_lost(source: str, target: str, topic: str) -> int:
                 deduplicated.append(r.fields())
         assert deduplicated == [r.fields() for r in records], f"partition {p}: records lost or reordered"
     return duplicates
+
+
+@pytest.mark.parametrize("master", ["", pytest.param("local[2]", marks=EVERY_CASE, id="micro-batch")])
+def test_records_deleted_under_a_running_mirrord_before_it_read_them_are_counted_within_seconds(
+        kafka_pair, unique, tmp_path, master):
+    """A mirror fallen behind retention, mid-batch: its stream finds the next offsets gone and counts them there.
+    Before, only the batch's planned start was compared with the log start, so records deleted during a
+    real-time batch (minutes long) were named in a warning and never counted."""
+    source, target = kafka_pair
+    topic = unique("deleted-live")
+    create_topic(source.bootstrap, topic, 1)
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=unique("deleted-live-group"),
+                        conf={"checkpoint.interval.ms": "600000", "leader.election.enabled": "false",
+                              "spark.master": master})
+    now = int(time.time() * 1000)
+    records = [{"partition": 0, "key": f"k{i}".encode(), "value": bytes([i % 256]) * 20,
+                "headers": [("seq", str(i).encode())], "timestamp": now - 1000 + i} for i in range(200)]
+    produce(source.bootstrap, topic, records[:100])
+    daemon = Mirrord(config).start()
+    try:
+        daemon.wait_ready()
+        wait_until(lambda: count(target.bootstrap, topic) >= 100, 60, "the first 100 records mirrored")
+        first = read_all(source.bootstrap, topic)[0]
+        # the host paused (the JVM and the supervisor) while the source takes 100 more and deletes half of them
+        frozen = [daemon.jvm_pid(), daemon.process.pid]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            produce(source.bootstrap, topic, records[100:])
+            admin = AdminClient({"bootstrap.servers": source.bootstrap})
+            for future in admin.delete_records([TopicPartition(topic, 0, 150)]).values():
+                future.result()
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+        wait_until(lambda: metric_value(daemon.metrics(), "mirrord_records_lost_total", topic=topic) == 50, 30,
+                   "50 records counted as lost within seconds, mid-batch")
+        wait_until(lambda: count(target.bootstrap, topic) >= 150, 60, "the records after the gap mirrored")
+        kept = first + read_all(source.bootstrap, topic)[0]  # what the source held: 0-99, then 150-199
+        assert [int(r.key[1:]) for r in kept] == [*range(100), *range(150, 200)]
+        assert [r.fields() for r in read_all(target.bootstrap, topic)[0]] == [r.fields() for r in kept]
+        assert (f"{topic}-0: 50 records (offsets 100 to 149) were deleted from the source (retention or "
+                "delete-records) before mirrord read them") in daemon.output(), daemon.output()[-3000:]
+        assert daemon.stop() == 0
+    finally:
+        daemon.stop()
 
 
 def test_records_deleted_before_mirrord_read_them_are_counted_and_named_not_skipped_silently(

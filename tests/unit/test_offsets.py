@@ -6,7 +6,6 @@ from mirrord.mm2.offsets import (
     OffsetSync,
     OffsetSyncStore,
     decode,
-    deleted_before_read,
     parse_source_offsets,
     translate,
 )
@@ -127,34 +126,6 @@ def test_source_offsets_of_spark_progress_are_parsed_per_partition():
         ("orders", 0): 5, ("orders", 1): 7, ("clicks", 0): 0}
     assert parse_source_offsets("None") == {} and parse_source_offsets("null") == {}
     assert parse_source_offsets(None) == {}
-
-
-def test_records_below_the_log_start_that_were_not_read_are_lost():
-    start, end = {("t", 0): 100, ("t", 1): 100}, {("t", 0): 200, ("t", 1): 200}
-    # partition 0: retention moved the log start to 150, the first record read is 150
-    # partition 1: nothing deleted, the whole range read
-    lost = deleted_before_read(start, end, {("t", 0): 150, ("t", 1): 100}, {("t", 0): 150, ("t", 1): 0})
-    assert lost == {("t", 0): (100, 150)}
-
-
-def test_a_partition_deleted_entirely_loses_the_whole_planned_range():
-    lost = deleted_before_read({("t", 0): 10}, {("t", 0): 30}, {}, {("t", 0): 30})
-    assert lost == {("t", 0): (10, 30)}
-
-
-def test_gaps_above_the_log_start_are_compaction_or_markers_not_loss():
-    # first record read at 120 (compacted away or transaction markers below it), log start still 0
-    assert deleted_before_read({("t", 0): 100}, {("t", 0): 200}, {("t", 0): 120}, {("t", 0): 0}) == {}
-
-
-def test_records_read_before_retention_removed_them_are_not_counted_as_lost():
-    # the batch read from 100 on; retention moved the log start to 180 afterwards
-    assert deleted_before_read({("t", 0): 100}, {("t", 0): 200}, {("t", 0): 100}, {("t", 0): 180}) == {}
-
-
-def test_a_resume_point_below_the_log_start_is_lost_up_to_it():
-    held = {("t", 0): 50, ("t", 1): 0}
-    assert deleted_before_read({("t", 0): 20, ("t", 1): 5}, held, {}, held) == {("t", 0): (20, 50)}
 
 
 def test_a_long_history_keeps_recent_syncs_dense_and_old_ones_covered():

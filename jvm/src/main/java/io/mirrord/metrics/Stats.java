@@ -21,6 +21,9 @@ import java.util.concurrent.atomic.LongAdder;
 public final class Stats {
     /** A latency not known (a record without a timestamp). */
     public static final long NO_LATENCY = Long.MIN_VALUE;
+    /** Why records were lost ({@link #addLost}), as the supervisor's line names it. */
+    public static final String TOPIC_DELETED = "its topic deleted";
+    public static final String RECORDS_DELETED = "retention or delete-records";
 
     /** What the writers in this JVM count into (declared after the bounds it needs to be built). */
     public static final Stats EXECUTOR = new Stats();
@@ -116,17 +119,25 @@ public final class Stats {
         return count != null ? count : topics.computeIfAbsent(topic, t -> new LongAdder());
     }
 
-    /** Source records {@code [from, to)} of a partition that a stream knew of and never read (its topic deleted). */
-    public void addLost(String topic, int partition, long from, long to) {
-        lost.add(new Lost(topic, partition, from, to));
+    /**
+     * Source records {@code [from, to)} of a partition that a stream knew of and never read, and why: its topic was
+     * deleted ({@link #TOPIC_DELETED}), or they were ({@link #RECORDS_DELETED}: retention, delete-records).
+     */
+    public void addLost(String topic, int partition, long from, long to, String why) {
+        lost.add(new Lost(topic, partition, from, to, why));
     }
 
-    /** The ranges lost since the last call, {@code [["topic",partition,from,to],...]}, for the supervisor to count. */
+    /**
+     * The ranges lost since the last call, {@code [["topic",partition,from,to,"why"],...]}, for the supervisor to
+     * count.
+     */
     public String takeLostJson() {
         StringBuilder json = new StringBuilder("[");
         for (Lost range; (range = lost.poll()) != null; ) {
             JsonText.appendString(json.append(json.length() > 1 ? ",[" : "["), range.topic());
-            json.append(',').append(range.partition()).append(',').append(range.from()).append(',').append(range.to()).append(']');
+            json.append(',').append(range.partition()).append(',').append(range.from()).append(',').append(range.to());
+            JsonText.appendString(json.append(','), range.why());
+            json.append(']');
         }
         return json.append(']').toString();
     }
@@ -218,8 +229,8 @@ public final class Stats {
         }
     }
 
-    /** Source records {@code [from, to)} of one partition, never read (see {@link #addLost}). */
-    record Lost(String topic, int partition, long from, long to) implements Serializable {
+    /** Source records {@code [from, to)} of one partition, never read, and why (see {@link #addLost}). */
+    record Lost(String topic, int partition, long from, long to, String why) implements Serializable {
     }
 
     /** One topic's counters; the writer keeps a reference per partition instead of a lookup per record. */

@@ -1,6 +1,7 @@
 package io.mirrord.source;
 
 import io.mirrord.metrics.StageClock;
+import io.mirrord.metrics.Stats;
 import io.mirrord.positions.Incarnations;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -174,7 +175,7 @@ final class StreamConsumer {
 
     /**
      * Partitions whose next offset the source no longer holds: below its log start, records deleted
-     * before they were read (skipped to the log start, named in the log, counted by the supervisor); above
+     * before they were read (skipped to the log start, named in the log, lost: {@link Stats#addLost}); above
      * its end, a topic recreated (read from its start).
      */
     private void outOfRange(Map<TopicPartition, Long> offsets) {
@@ -185,12 +186,11 @@ final class StreamConsumer {
             if (at < start) {
                 log.warn("{}: offsets {} to {} were deleted from the source before they were read; reading on "
                     + "from {}", tp, at, start - 1, start);
+                Stats.EXECUTOR.addLost(tp.topic(), tp.partition(), at, start, Stats.RECORDS_DELETED);
             } else {
                 log.warn("{}: offset {} is beyond the source's end (the topic was recreated); reading it from "
                     + "its start, {}", tp, at, start);
-            }
-            if (at >= start) {  // what it reads now is not what the driver planned: not counted until planned
-                Incarnations.set(tp, Incarnations.UNKNOWN);
+                Incarnations.set(tp, Incarnations.UNKNOWN);  // not what the driver planned: not counted until planned
                 fromStart.add(tp);
             }
             consumer.seek(tp, start);

@@ -97,7 +97,7 @@ final class TopicLook {
      */
     void lost(TopicPartition tp, long from, long to) {
         if (to > from) {
-            Stats.EXECUTOR.addLost(tp.topic(), tp.partition(), from, to);
+            Stats.EXECUTOR.addLost(tp.topic(), tp.partition(), from, to, Stats.TOPIC_DELETED);
         }
     }
 

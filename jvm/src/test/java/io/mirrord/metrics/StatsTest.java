@@ -158,14 +158,15 @@ class StatsTest {
     @Test
     void lostRangesReachTheDriverOnceThroughASerializedDelta() throws Exception {
         Stats executor = new Stats();
-        executor.addLost("t\"x", 0, 5, 9);
-        executor.addLost("t\"x", 0, 12, 20);
+        executor.addLost("t\"x", 0, 5, 9, Stats.TOPIC_DELETED);
+        executor.addLost("t\"x", 0, 12, 20, Stats.RECORDS_DELETED);
         Stats.Delta delta = roundTrip(executor.drain());
         assertFalse(delta.isEmpty());
         assertEquals("[]", executor.takeLostJson());
         Stats driver = new Stats();
         driver.add(delta);
-        assertEquals("[[\"t\\\"x\",0,5,9],[\"t\\\"x\",0,12,20]]", driver.takeLostJson());
+        assertEquals("[[\"t\\\"x\",0,5,9,\"its topic deleted\"],[\"t\\\"x\",0,12,20,\"retention or delete-records\"]]",
+                driver.takeLostJson());
         assertEquals("[]", driver.takeLostJson());
     }
 
