@@ -34,6 +34,7 @@ sets the time. At 11:28 a third lane in the first phase (two hosts of a flow, th
 suite's Spark checks: 9:18) with the JVM's tests beside it: 16:18 and 16:12, the first phase 35 s shorter, as its
 two cores were full (the live lane took 18 % longer than its tests had, the side lane 22 %), and a JVM test that
 times its own thread's sleeps failed under that load: not kept. The suite is bound by its CPU, not its lanes.
+At 12:17, the two lanes again: 31:40 (16:22 and 16:56; 13:52, 13:36 and 13:18).
 
 Each lane has its own brokers and temporary directory; a phase's first lane's output is shown as it runs, the
 others' is kept in files and shown after it. Where the time goes, per test:
