@@ -57,13 +57,13 @@ class Positions:
         """After each batch Spark committed: its duration and time. Records deleted before they were read are
         reported by the stream whose next fetch found them gone (io.mirrord.source.StreamConsumer, `jvm_lost`), or
         at a start (spark/resume.py)."""
+        if not progress.numInputRows:
+            return
         with self._lock:
-            if progress.numInputRows:
-                self.batches += 1
-        if progress.numInputRows:
-            duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
-            self.metrics.batch_duration.labels(self.flow).observe(duration)
-            self.metrics.last_commit.labels(self.flow).set(time.time())
+            self.batches += 1
+        duration = (progress.durationMs or {}).get("triggerExecution", 0) / 1000.0
+        self.metrics.batch_duration.labels(self.flow).observe(duration)
+        self.metrics.last_commit.labels(self.flow).set(time.time())
 
     def report_deleted(self, lost: dict[TP, tuple[int, int]], why: str = "retention or delete-records") -> None:
         for (topic, partition), (begin, stop) in sorted(lost.items()):

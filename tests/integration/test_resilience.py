@@ -79,8 +79,10 @@ def test_records_deleted_under_a_running_mirrord_before_it_read_them_are_counted
         finally:
             for pid in frozen:
                 os.kill(pid, signal.SIGCONT)
-        wait_until(lambda: metric_value(daemon.metrics(), "mirrord_records_lost_total", topic=topic) == 50, 30,
-                   "50 records counted as lost within seconds, mid-batch")
+        # counted at the stream's next fetch, named at the supervisor's next read (every half second): 0.5-0.8 s
+        # after the host's return, measured; docs/decisions.md §3 holds it to 5 s
+        wait_until(lambda: metric_value(daemon.metrics(), "mirrord_records_lost_total", topic=topic) == 50, 5,
+                   "50 records counted as lost within 5 s of the host's return, mid-batch")
         wait_until(lambda: count(target.bootstrap, topic) >= 150, 60, "the records after the gap mirrored")
         kept = first + read_all(source.bootstrap, topic)[0]  # what the source held: 0-99, then 150-199
         assert [int(r.key[1:]) for r in kept] == [*range(100), *range(150, 200)]
