@@ -107,11 +107,23 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
-def _py4j_below_warning(record: logging.LogRecord) -> bool:
-    """py4j logs its retries through the root logger (`logging.info("Exception while sending command.", exc_info=True)`
-    when Spark's JVM went first, as a signal to the process group makes it): they get the `py4j` logger's WARNING
-    threshold like the rest of py4j's lines, so a clean stop's journal holds no traceback."""
-    return f"{os.sep}py4j{os.sep}" in record.pathname and record.levelno < logging.WARNING
+def _py4j_line(record: logging.LogRecord) -> bool:
+    """py4j's lines in the journal. Its retries, logged through the root logger with a traceback at INFO
+    (`logging.info("Exception while sending command.", exc_info=True)`, Spark's JVM gone first as a signal to the
+    process group makes it), get the `py4j` logger's WARNING threshold like its other lines, so a clean stop's
+    journal holds no traceback. Its errors (the same message at ERROR with two chained tracebacks when the JVM was
+    killed under a stream) become one line, the exception's last words after the message: mirrord's own line
+    says what the JVM's end means."""
+    if f"{os.sep}py4j{os.sep}" not in record.pathname:
+        return True
+    if record.levelno < logging.WARNING:
+        return False
+    if record.exc_info and record.exc_info[1] is not None:
+        exc = record.exc_info[1]
+        record.msg, record.args = f"{record.getMessage()} ({type(exc).__name__}: {exc})", None
+        record.exc_info = record.exc_text = None
+    record.name = "py4j"
+    return True
 
 
 def _setup_logging(level: str) -> None:
@@ -120,7 +132,7 @@ def _setup_logging(level: str) -> None:
         fmt = "%(asctime)s " + fmt
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter(fmt))
-    handler.addFilter(lambda record: not _py4j_below_warning(record))
+    handler.addFilter(_py4j_line)
     logging.basicConfig(level=level, handlers=[handler], force=True)
     logging.getLogger("py4j").setLevel(logging.WARNING)
 

@@ -17,6 +17,7 @@ logs each change of phase once at INFO and exports it as `mirrord_state{flow,sta
 from __future__ import annotations
 
 import logging
+import signal
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -335,7 +336,19 @@ def _jvm_exited(state: State, status: int) -> tuple[State, list[Action]]:
         return replace(state, phase=Phase.FENCED), [Exit(Fenced(
             "this host's lease lapsed while its supervisor was not answering: Spark's JVM fenced itself; "
             "restart as a standby"))]
-    return replace(state, phase=Phase.FAILED), [Exit(MirrordError(f"Spark's JVM exited with status {status}"))]
+    return replace(state, phase=Phase.FAILED), [Exit(MirrordError(_jvm_end(status)))]
+
+
+def _jvm_end(status: int) -> str:
+    """How Spark's JVM ended, in words: a negative status is the signal that killed it (Python's `returncode`)."""
+    if status >= 0:
+        return f"Spark's JVM exited with status {status}"
+    try:
+        name = signal.Signals(-status).name
+    except ValueError:
+        name = f"signal {-status}"
+    why = " (the kernel's out-of-memory killer sends it: see `journalctl -k`)" if -status == signal.SIGKILL else ""
+    return f"Spark's JVM was killed by {name}{why}"
 
 
 class Machine:

@@ -1,7 +1,7 @@
-"""The fault campaign: kill -9 of the whole process tree at random moments of a long stream, and each
-broker bounced mid-stream. At least once: nothing is ever lost; a kill re-copies at most what the target
-acknowledged since the last group commit (every half second) and what was in flight, and the duplicates are
-counted and reported."""
+"""The fault campaign: kill -9 at random moments of a long stream, of the whole process tree and (every other
+kill) of Spark's JVM alone, as the kernel's out-of-memory killer would; and each broker bounced mid-stream. At
+least once: nothing is ever lost; a kill re-copies at most what the target acknowledged since the last group commit
+(every half second) and what was in flight, and the duplicates are counted and reported."""
 
 from __future__ import annotations
 
@@ -49,7 +49,12 @@ def test_kill_9_at_random_moments_of_a_live_stream_loses_nothing(kafka_pair, uni
             moment = rng.uniform(0.0, 3.0)
             time.sleep(moment)  # a random moment of the stream is the point of this test
             before = count(target.bootstrap, topic)
-            daemon.kill9()
+            if len(moments) % 2:  # every other kill as the kernel's out-of-memory killer's: the JVM alone
+                assert daemon.kill_jvm() == 1, daemon.output()[-3000:]
+                assert "mirrord: Spark's JVM was killed by SIGKILL" in daemon.output(), daemon.output()[-3000:]
+                assert "Traceback" not in daemon.output(), daemon.output()[-3000:]
+            else:
+                daemon.kill9()
             assert trickle.is_alive(), "the stream ended before this kill"
             moments.append(f"{before}")
         daemon.start()

@@ -138,6 +138,16 @@ class Mirrord:
         self._wait_group_gone()
         wait_gone(tree)
 
+    def kill_jvm(self, timeout: float = 60) -> int:
+        """As the kernel's out-of-memory killer does: SIGKILL to Spark's JVM alone, the largest process of the
+        tree. mirrord exits by itself (systemd restarts it); returns its exit status."""
+        tree = descendants(self.process.pid)
+        os.kill(self.jvm_pid(), signal.SIGKILL)
+        status = self.process.wait(timeout)
+        self._wait_group_gone()
+        wait_gone(tree)
+        return status
+
     def stop(self, timeout: float = 90) -> int:
         """SIGTERM to the main process only (systemd's KillMode=mixed), then wait for the exit status."""
         if self.alive():

@@ -6,6 +6,7 @@ import logging
 import sys
 
 import py4j.java_gateway
+import py4j.protocol
 
 from mirrord import cli
 
@@ -31,3 +32,29 @@ def test_py4js_retry_logged_through_the_root_logger_stays_out_of_the_journal(cap
         root.setLevel(level)
     assert "Exception while sending command" not in err, err
     assert "py4j error" in err and "stopped after mirroring 0 records" in err, err
+
+
+def test_py4js_errors_are_one_line_each_never_a_traceback(capsys):
+    """Spark's JVM killed under a stream (the kernel's out-of-memory killer): py4j logged "Exception while
+    sending command." at ERROR through the root logger with two chained tracebacks, 18 lines each, before
+    mirrord's own line said the JVM was killed (tests/faults/test_campaign.py kills it so)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        cli._setup_logging("INFO")
+        try:
+            try:
+                raise ConnectionResetError(104, "Connection reset by peer")
+            except ConnectionResetError as reset:
+                raise py4j.protocol.Py4JNetworkError("Error while sending or receiving", reset) from reset
+        except py4j.protocol.Py4JNetworkError:
+            exc_info = sys.exc_info()
+        root.handle(logging.LogRecord("root", logging.ERROR, py4j.java_gateway.__file__, 1059,
+                                      "Exception while sending command.", None, exc_info))
+        err = capsys.readouterr().err
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert err.endswith("ERROR py4j: Exception while sending command. (Py4JNetworkError: Error while sending or "
+                        "receiving)\n"), err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err

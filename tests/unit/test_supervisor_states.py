@@ -77,6 +77,16 @@ def test_a_jvm_that_exited_otherwise_fails(observation):
         Exit(MirrordError("Spark's JVM exited with status 137"))])
 
 
+@pytest.mark.parametrize(("status", "said"), [
+    (-9, "Spark's JVM was killed by SIGKILL (the kernel's out-of-memory killer sends it: see `journalctl -k`)"),
+    (-6, "Spark's JVM was killed by SIGABRT"), (-77, "Spark's JVM was killed by signal 77")])
+def test_a_jvm_killed_by_a_signal_is_named_by_it(status, said):
+    """Python's exit status of a process a signal killed is the signal's number, negative: "status -9" told an
+    operator nothing."""
+    assert step(MIRRORING, JvmExited(status)) == (replace_phase(MIRRORING, Phase.FAILED), [
+        Exit(MirrordError(said))])
+
+
 def test_a_jvm_that_does_not_answer_but_runs_changes_nothing():
     assert step(MIRRORING, JvmExited(None)) == (MIRRORING, [])
     assert step(MIRRORING, JvmExited(75))[0].phase is Phase.FENCED
