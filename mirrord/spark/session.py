@@ -251,6 +251,11 @@ KAFKA_EXCEPTION = "org.apache.kafka.common.KafkaException"  # every Kafka client
 TIMEOUT = "org.apache.kafka.common.errors.TimeoutException"  # a cluster did not answer within a client timeout
 LAPSED = "io.mirrord.fencing.FencedError"  # a send refused: the lease lapsed (an outage; a halt ends the JVM instead)
 OUT_OF_RANGE = "org.apache.kafka.clients.consumer.OffsetOutOfRangeException"
+TOO_LARGE = "org.apache.kafka.common.errors.RecordTooLargeException"
+# what to do about a record too large, by who refused it: the producer (its text names max.request.size) or the target
+TOO_LARGE_HINTS = (("max.request.size", "raise max.request.size in producer.properties above the record's size"),
+                   ("", "the target topic's max.message.bytes (or the target broker's message.max.bytes) is below "
+                        "the record's size"))
 # exactly once: a transaction aborted (a record refused, the producer fenced): copied again from the target's positions
 TRANSACTION = "io.mirrord.sink.TransactionFailed"
 # Spark's reason for a task whose executor was lost (a TaskEndReason: only its name in the job's error message)
@@ -276,7 +281,10 @@ def failure(query) -> tuple[str, str] | None:
         return "query", "query stopped"
     cause = java.get()
     kind = "query"
+    kafka = []  # the Kafka client exceptions of the chain, outermost first
     while cause is not None:
+        if is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
+            kafka.append(cause)
         if is_instance_of(SparkContext._gateway, cause, OUT_OF_RANGE):
             kind = "deleted"
         elif kind == "query" and is_instance_of(SparkContext._gateway, cause, TRANSACTION):
@@ -292,7 +300,18 @@ def failure(query) -> tuple[str, str] | None:
         root, cause = cause, cause.getCause()
         if cause is not None and cause.equals(root):
             break
-    return kind, redact(str(root.toString()).splitlines()[0][:500])
+    return kind, redact(_one_line(root, kafka, is_instance_of(SparkContext._gateway, root, TOO_LARGE))[:500])
+
+
+def _one_line(root, kafka: list, too_large: bool) -> str:
+    """The root cause's text, or the outermost Kafka exception's that wraps it with context (mirrord's writer names
+    the record: `record 2 of t-0 not delivered to t: …`); for a record too large, what to change."""
+    text = str(root.toString()).splitlines()[0]
+    line = next((str(k.getMessage()).splitlines()[0] for k in kafka
+                 if not k.equals(root) and text in str(k.getMessage() or "")), text)
+    if too_large:
+        line += "; " + next(hint for said, hint in TOO_LARGE_HINTS if said in text)
+    return line
 
 
 def add_progress_listener(spark, on_progress: Callable[[object], None]) -> None:

@@ -49,7 +49,27 @@ def test_a_kafka_client_error_anywhere_in_the_causes_is_a_delivery_failure(jvm):
     refused = jvm.org.apache.kafka.common.errors.RecordTooLargeException(why)
     wrapped = jvm.org.apache.spark.SparkException("Job aborted", jvm.java.util.concurrent.ExecutionException(refused))
     assert failure(StoppedQuery(wrapped)) == (
-        "delivery", f"org.apache.kafka.common.errors.RecordTooLargeException: {why}")
+        "delivery", f"org.apache.kafka.common.errors.RecordTooLargeException: {why}; the target topic's "
+        "max.message.bytes (or the target broker's message.max.bytes) is below the record's size")
+
+
+def test_a_record_too_large_for_the_producer_is_named_with_its_place_and_the_setting_to_raise(jvm):
+    """A source topic that takes records over 1 MiB (its max.message.bytes, which mirrord copies) and Kafka's
+    default max.request.size: the exit line named neither the record nor the file ("streaming query failed:
+    …RecordTooLargeException: The message is 1500090 bytes …"), seen on real brokers. mirrord's writer wraps the
+    refusal with the record's place (io.mirrord.sink.StreamSends), and that line is the one kept."""
+    why = ("The message is 1500090 bytes when serialized which is larger than 1048576, which is the value of the "
+           "max.request.size configuration.")
+    refused = jvm.org.apache.kafka.common.errors.RecordTooLargeException(why)
+    place = f"record 2 of big-0 not delivered to big: {refused.toString()}"
+    wrapped = jvm.org.apache.spark.SparkException(f"Job aborted: {place}", jvm.java.util.concurrent.ExecutionException(
+        jvm.org.apache.kafka.common.KafkaException(place, refused)))
+    assert failure(StoppedQuery(wrapped)) == (
+        "delivery", f"{place}; raise max.request.size in producer.properties above the record's size")
+    # a wrapper that adds nothing to the cause's text gives way to the cause
+    unwrapped = jvm.org.apache.kafka.common.KafkaException("Failed to construct kafka producer",
+                                                             jvm.org.apache.kafka.common.config.ConfigException("bad"))
+    assert failure(StoppedQuery(unwrapped)) == ("delivery", "org.apache.kafka.common.config.ConfigException: bad")
 
 
 def test_a_kafka_client_timeout_anywhere_in_the_causes_is_a_timeout(jvm):

@@ -138,3 +138,38 @@ def test_records_deleted_before_mirrord_read_them_are_counted_and_named_not_skip
         assert daemon.stop() == 0
     finally:
         daemon.stop()
+
+
+def test_a_record_too_large_for_the_producer_stops_mirrord_named_and_is_copied_once_the_setting_allows_it(
+        kafka_pair, unique, tmp_path):
+    """A source topic that takes records of 1.5 MB (its max.message.bytes, which mirrord copies to the target
+    topic) under Kafka's default max.request.size of 1 MiB: mirrord (abort.on.send.failure, MirrorMaker 1's
+    default) exits with a line naming the record and the setting, never skips it, and once producer.properties
+    allows it the restart copies it and everything after, byte for byte."""
+    source, target = kafka_pair
+    topic, group = unique("too-large"), unique("too-large-group")
+    create_topic(source.bootstrap, topic, 1, config={"max.message.bytes": "3000000"})
+    now = int(time.time() * 1000)
+    records = [{"partition": 0, "key": f"k{i}".encode(), "value": bytes([65 + i]) * (1_500_000 if i == 2 else 100),
+                "headers": [("seq", str(i).encode())], "timestamp": now - 1000 + i} for i in range(5)]
+    produce(source.bootstrap, topic, records, config={"message.max.bytes": "4000000"})
+    config = write_flow(tmp_path, source.bootstrap, target.bootstrap, topic, group=group,
+                        conf={"leader.election.enabled": "false"})
+    daemon = Mirrord(config).start()
+    try:
+        assert daemon.process.wait(120) == 1, daemon.output()[-3000:]
+        said = [line for line in daemon.output().splitlines() if line.startswith("mirrord: ")]
+        assert said == [f"mirrord: streaming query failed: record 2 of {topic}-0 not delivered to {topic}: "
+                        "org.apache.kafka.common.errors.RecordTooLargeException: The message is 1500096 bytes when "
+                        "serialized which is larger than 1048576, which is the value of the max.request.size "
+                        "configuration.; raise max.request.size in producer.properties above the record's size"], said
+        assert committed_offsets(source.bootstrap, group, topic).get(0, 0) <= 2  # never past the refused record
+        with open(config.parent / "producer.properties", "a") as properties:
+            properties.write("max.request.size=2000000\n")
+        daemon.start()
+        wait_all_mirrored(source.bootstrap, topic, group, timeout=120)
+        # every record in order, the 1.5 MB one byte for byte; at least once: the other four may come twice
+        assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) <= 4
+        assert daemon.stop() == 0
+    finally:
+        daemon.stop()
