@@ -44,10 +44,9 @@ POINTS = ("open", "commit", "boundary", "init")  # io.mirrord.log.HoldPoint
 def test_kill_9_at_random_moments_and_at_each_named_point_copies_every_record_exactly_once(
         kafka_pair, unique, tmp_path, trigger):
     """One live stream, kill -9 at random moments (of the whole tree, or every other time of Spark's JVM alone),
-    then at each named point of a transaction: with one open, with
-    its commit about to be asked for, at a batch's end before its last commit, and right after a new owner's
-    initTransactions (the JVM holds there: MIRRORD_TEST_HOLD_AT). A read_committed reader of the target then
-    finds every record once, in order."""
+    then at each named point of a transaction: with one open, with its commit about to be asked for, at a batch's
+    end before its last commit, and right after a new owner's initTransactions (the JVM holds there:
+    MIRRORD_TEST_HOLD_AT). A read_committed reader of the target then finds every record once, in order."""
     source, target = kafka_pair
     topic, group = unique("eos"), unique("eos-group")
     create_topic(source.bootstrap, topic, 4)
