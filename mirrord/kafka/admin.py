@@ -39,9 +39,12 @@ class Member(NamedTuple):
     assigned: bool
 
 CONFIG_REFUSED = {KafkaError.INVALID_CONFIG, KafkaError.POLICY_VIOLATION}
+# Kafka's retriable errors that librdkafka does not flag retriable in an admin future's error: the leader-epoch
+# ones come from a partition whose leadership is still spreading (a topic just created, a broker just back)
 RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
              KafkaError.NOT_COORDINATOR, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT,
-             KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._TRANSPORT}
+             KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._TRANSPORT,
+             KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE}
 
 
 def retrying(call, timeout: float = 30.0):
