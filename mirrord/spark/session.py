@@ -283,7 +283,8 @@ def failure(query) -> tuple[str, str] | None:
     kind = "query"
     kafka = []  # the Kafka client exceptions of the chain, outermost first
     while cause is not None:
-        if is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
+        is_kafka = is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION)
+        if is_kafka:
             kafka.append(cause)
         if is_instance_of(SparkContext._gateway, cause, OUT_OF_RANGE):
             kind = "deleted"
@@ -293,7 +294,7 @@ def failure(query) -> tuple[str, str] | None:
             kind = "lapsed"
         elif kind in ("query", "delivery") and is_instance_of(SparkContext._gateway, cause, TIMEOUT):
             kind = "timeout"
-        elif kind == "query" and is_instance_of(SparkContext._gateway, cause, KAFKA_EXCEPTION):
+        elif kind == "query" and is_kafka:
             kind = "delivery"
         elif kind == "query" and EXECUTOR_LOST in str(cause.getMessage() or ""):
             kind = "executor"
