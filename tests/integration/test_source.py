@@ -194,3 +194,54 @@ def test_a_record_reaches_the_sink_in_milliseconds_as_through_sparks_own_kafka_s
     finally:
         for query in queries:
             query.stop()
+
+
+def bean_attribute(spark, name: str, attribute: str):
+    """An attribute of an MBean of the test's JVM (Kafka's clients register their metrics there), called through
+    the MBeanServer interface: py4j cannot reach the JDK's own class behind it."""
+    jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
+    types = gateway.new_array(jvm.java.lang.Class, 2)
+    types[0], types[1] = (jvm.java.lang.Class.forName(t) for t in ("javax.management.ObjectName", "java.lang.String"))
+    arguments = gateway.new_array(jvm.java.lang.Object, 2)
+    arguments[0], arguments[1] = jvm.javax.management.ObjectName(name), attribute
+    method = jvm.java.lang.Class.forName("javax.management.MBeanServer").getMethod("getAttribute", types)
+    return method.invoke(jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer(), arguments)
+
+
+def test_an_idle_stream_rests_between_fetches_and_still_copies_the_next_record_within_the_rest(
+        kafka_pair, spark, unique):
+    """A stream whose partitions receive nothing asks the source about once per 100 ms once a second has passed
+    without a record (docs/decisions.md §9), not after every 10 ms fetch wait: counted by its consumer's own
+    `fetch-total` (Kafka's client metrics, in the JVM's MBean server). The next record still arrives within the
+    rest."""
+    source, target = kafka_pair
+    topic = unique("src-idle")
+    client = unique("idle")
+    create_topic(source.bootstrap, topic, 2)
+    create_topic(target.bootstrap, f"{topic}-m", 2)
+    query = start(spark, source.bootstrap, topic, f"idle_{topic[-8:]}", streams=1, real_time=True,
+                  target=target.bootstrap, into="concat(topic, '-m')", **{
+                      "kafka.client.id": client, "kafka.fetch.min.bytes": "65536", "kafka.fetch.max.wait.ms": "10"})
+    fetches = f"kafka.consumer:type=consumer-fetch-manager-metrics,client-id={client}-stream-0"
+    try:
+        p = producer(source.bootstrap, **{"linger.ms": 0})
+        p.produce(topic, value=b"first", partition=0)
+        p.flush(10)
+        wait_until(lambda: end_offsets(target.bootstrap, f"{topic}-m").get(0, 0) == 1, 60, "the first record copied")
+        time.sleep(1.5)  # the quiet second after which the stream rests
+        before, began = bean_attribute(spark, fetches, "fetch-total"), time.monotonic()
+        time.sleep(4)
+        rate = (bean_attribute(spark, fetches, "fetch-total") - before) / (time.monotonic() - began)
+        # about 20 a second (a resting poll's fetch, and the one it sent before returning); 100 without the rest
+        assert rate <= 40, f"an idle stream fetched {rate:.0f} times a second"
+
+        p.produce(topic, value=b"after the quiet", partition=1)
+        p.flush(10)
+        wait_until(lambda: end_offsets(target.bootstrap, f"{topic}-m").get(1, 0) == 1, 30, "the next record copied")
+        appended = read_all(source.bootstrap, topic)[1][0].timestamp
+        copied = read_all(target.bootstrap, f"{topic}-m")[1][0]
+        assert copied.value == b"after the quiet"
+        # a rest is 100 ms at most, a fetch 10 ms more; the rest of a second is a busy machine's slack
+        assert copied.timestamp - appended <= 1000, f"the record after the quiet took {copied.timestamp - appended} ms"
+    finally:
+        query.stop()

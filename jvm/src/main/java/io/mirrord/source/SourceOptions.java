@@ -88,6 +88,12 @@ final class SourceOptions implements Serializable {
         return config;
     }
 
+    /** The consumer's {@code fetch.max.wait.ms}: the user's, or Kafka's default. */
+    long fetchMaxWaitMs() {
+        return Long.parseLong(kafka.getOrDefault(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG,
+            String.valueOf(ConsumerConfig.DEFAULT_FETCH_MAX_WAIT_MS)).trim());
+    }
+
     boolean matches(String topic) {
         return pattern.matcher(topic).matches();
     }

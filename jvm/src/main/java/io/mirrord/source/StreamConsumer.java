@@ -8,10 +8,10 @@ import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.InterruptException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,6 +37,7 @@ final class StreamConsumer {
     private final KafkaConsumer<byte[], byte[]> consumer;
     private final TopicLook topics;
     private final Fetched fetched = new Fetched();
+    private final IdlePace pace;
     private final Map<TopicPartition, Long> next = new HashMap<>();  // next offset to hand out, per partition
     private Map<TopicPartition, Long> until;  // micro-batch mode: where each partition's batch ends
     private final Set<TopicPartition> open = new HashSet<>();  // micro-batch mode: not read to the end yet
@@ -54,6 +55,7 @@ final class StreamConsumer {
         this.stream = stream;
         this.consumer = new KafkaConsumer<>(options.consumerConfig("stream-" + stream));
         this.topics = new TopicLook(consumer, options, stream);
+        this.pace = new IdlePace(options.fetchMaxWaitMs());
     }
 
     /** A batch begins: these partitions, from these offsets, up to these ends (null: real-time mode). */
@@ -160,14 +162,19 @@ final class StreamConsumer {
 
     private void fetch(long timeoutMs) {
         if (consumer.assignment().isEmpty()) {
-            sleep(timeoutMs);
+            IdlePace.sleep(Math.max(1, timeoutMs));
             return;
         }
         try {
-            fetched.add(Handed.onThisThread().poll(consumer, Math.max(0, timeoutMs), options.maxPollRecords));
-            if (!fetched.isEmpty()) {
-                progressAt = System.currentTimeMillis();
+            long began = System.currentTimeMillis();
+            ConsumerRecords<byte[], byte[]> records = Handed.onThisThread().poll(consumer,
+                pace.pollMs(began, Math.max(0, timeoutMs)), options.maxPollRecords);
+            fetched.add(records);
+            long now = System.currentTimeMillis();
+            if (!records.isEmpty()) {
+                progressAt = now;
             }
+            IdlePace.sleep(pace.polled(began, !records.isEmpty(), now, timeoutMs - (now - began)));
         } catch (OffsetOutOfRangeException e) {
             outOfRange(e.offsetOutOfRangePartitions());
         }
@@ -285,15 +292,6 @@ final class StreamConsumer {
             consumer.close(java.time.Duration.ZERO);
         } catch (RuntimeException e) {
             log.debug("closing stream {}'s consumer: {}", stream, e.toString());
-        }
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(Math.max(1, ms));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new InterruptException(e);
         }
     }
 }
