@@ -126,6 +126,19 @@ class Cluster:
                     for res, fut in futures.items()}
         return retrying(call)
 
+    def raised_max_message_bytes(self, topics: Iterable[str]) -> dict[str, int]:
+        """Each topic's `max.message.bytes` where it was raised or lowered from Kafka's default (on the topic, or on
+        the brokers' message.max.bytes)."""
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+        if not resources:
+            return {}
+        def call():
+            futures = self.admin.describe_configs(resources, request_timeout=TIMEOUT)
+            return {res.name: int(entry.value) for res, fut in futures.items()
+                    if (entry := fut.result().get("max.message.bytes")) is not None and entry.value is not None
+                    and entry.source != ConfigSource.DEFAULT_CONFIG.value}
+        return retrying(call)
+
     def set_topic_configs(self, topic: str, configs: Mapping[str, str], delete: Iterable[str] = ()) -> None:
         """Set these configs on the topic and delete those (back to the broker's default); incremental: its
         other configs stay as they are."""

@@ -15,6 +15,9 @@ import logging
 import time
 from collections.abc import Callable
 
+from confluent_kafka import KafkaException
+
+from mirrord.errors import MirrordError
 from mirrord.identity import FlowIdentity
 from mirrord.kafka import admin
 from mirrord.positions import Positions
@@ -37,6 +40,7 @@ from mirrord.spark.session import (
 )
 
 log = logging.getLogger(__name__)
+MAX_REQUEST_SIZE = 1048576  # Kafka's producer's default max.request.size
 DRAIN_POLL = 0.05
 SETTLE = 0.5  # seconds a drained query must stay drained before its stop counts as clean (settled)
 
@@ -56,6 +60,7 @@ class TargetTopics:
         self.on_refused = on_refused
         self.on_ready = on_ready
         self._ready: dict[str, int] = {}  # source topic → partitions known to exist in the target
+        self._sized: set[str] = set()  # source topics whose max.message.bytes was looked at
 
     def ensure(self, wanted: dict[str, int]) -> None:
         new = {t: n for t, n in wanted.items() if self._ready.get(t, 0) < n}
@@ -64,6 +69,25 @@ class TargetTopics:
                                 self.source if self.flow.settings.sync_topic_configs else None, self.on_refused)
             self._ready.update(new)
             self.on_ready(new)
+            self._warn_too_large(set(new) - self._sized)
+
+    def _warn_too_large(self, topics: set[str]) -> None:
+        """Names, once per topic, a source topic that accepts records larger than the producer may send: such a
+        record would stop mirrord when it comes (docs/operations.md), and this says so before it does."""
+        if not topics:
+            return
+        try:
+            limit = int(self.flow.target_properties.get("max.request.size", MAX_REQUEST_SIZE))
+            sizes = self.source.raised_max_message_bytes(sorted(topics))
+        except (KafkaException, MirrordError, ValueError) as exc:  # DescribeConfigs denied, the source away: none
+            log.debug("cannot read the source topics' max.message.bytes: %s", exc)
+            return
+        self._sized |= topics
+        for topic, size in sorted(sizes.items()):
+            if size > limit:
+                log.warning("source topic %s accepts records up to %d bytes (max.message.bytes) but the producer "
+                            "sends at most %d (max.request.size in producer.properties): a larger record will stop "
+                            "mirrord until max.request.size is raised above it", topic, size, limit)
 
 
 class Query:

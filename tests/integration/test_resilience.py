@@ -144,8 +144,8 @@ def test_a_record_too_large_for_the_producer_stops_mirrord_named_and_is_copied_o
         kafka_pair, unique, tmp_path):
     """A source topic that takes records of 1.5 MB (its max.message.bytes, which mirrord copies to the target
     topic) under Kafka's default max.request.size of 1 MiB: mirrord (abort.on.send.failure, MirrorMaker 1's
-    default) exits with a line naming the record and the setting, never skips it, and once producer.properties
-    allows it the restart copies it and everything after, byte for byte."""
+    default) warns of the topic at its start and exits with a line naming the record and the setting, never skips
+    it, and once producer.properties allows it the restart copies it and everything after, byte for byte."""
     source, target = kafka_pair
     topic, group = unique("too-large"), unique("too-large-group")
     create_topic(source.bootstrap, topic, 1, config={"max.message.bytes": "3000000"})
@@ -164,10 +164,16 @@ def test_a_record_too_large_for_the_producer_stops_mirrord_named_and_is_copied_o
                         "serialized which is larger than 1048576, which is the value of the max.request.size "
                         "configuration.; raise max.request.size in producer.properties above the record's size"], said
         assert committed_offsets(source.bootstrap, group, topic).get(0, 0) <= 2  # never past the refused record
+        # said at the start, before the record came
+        warned = (f"source topic {topic} accepts records up to 3000000 bytes (max.message.bytes) but the producer "
+                  "sends at most 1048576 (max.request.size in producer.properties): a larger record will stop "
+                  "mirrord until max.request.size is raised above it")
+        assert daemon.output().count(warned) == 1, daemon.output()[-3000:]
         with open(config.parent / "producer.properties", "a") as properties:
-            properties.write("max.request.size=2000000\n")
+            properties.write("max.request.size=3000000\n")
         daemon.start()
         wait_all_mirrored(source.bootstrap, topic, group, timeout=120)
+        assert "accepts records up to" not in daemon.output()
         # every record in order, the 1.5 MB one byte for byte; at least once: the other four may come twice
         assert assert_nothing_lost(source.bootstrap, target.bootstrap, topic) <= 4
         assert daemon.stop() == 0
