@@ -38,6 +38,9 @@ At 12:17, the two lanes again: 31:40 (16:22 and 16:56; 13:52, 13:36 and 13:18).
 On 2026-11-30 at 14:28, at 857bc2c (a 24 s test more in the live lane, the kill campaigns killing Spark's JVM alone
 every other time): 34:50 (18:41 and 18:26; 15:03, 14:17 and 12:58), on a machine that ran the side lane's tests,
 unchanged, 9 % slower than the day before and the unit suite's property test 58 s against 34: over 30 minutes.
+On 2026-11-30 at 17:24, at a678e19 (an idle stream rests between fetches, docs/decisions.md §9: each mirrord the
+tests start, idle most of its life, and the source broker it asks used about half the CPU they had for its empty
+fetches): 29:22, all passed (16:00 and 15:08; 12:27, 12:28 and 11:40), every lane 5-9 % shorter than at 529c26c.
 
 Each lane has its own brokers and temporary directory; a phase's first lane's output is shown as it runs, the
 others' is kept in files and shown after it. Where the time goes, per test:
