@@ -57,7 +57,7 @@ def brief(workload: str, res: dict) -> str:
         return (f"{res['status']}: p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms, max {res['max_ms']:.1f} ms, "
                 f"{res['received']}/{res['expected']} records, cpu {res['cpu_seconds']:.0f} s{window_line(res)}{late}"
                 f"{source_ack_line(res.get('source_ack'))}{stage_line(res.get('stages'))}"
-                f"{pace_line(res.get('transactions'))}")
+                f"{pace_line(res.get('transactions'))}{idle_line(res)}")
     return (f"{res['status']}: {res['records_per_s']:,.0f} records/s ({res['mb_per_s']:.1f} MB/s) over "
             f"{res['seconds']:.1f} s, startup {res['startup_seconds'] or 0:.1f} s, cpu {res['cpu_seconds']:.0f} s, "
             f"rss {res['peak_rss_bytes'] / 2**20:.0f} MiB{pace_line(res.get('transactions'))}")
@@ -69,6 +69,15 @@ def pace_line(pace: dict | None) -> str:
         return ""
     return (f"; {pace['committed']} transactions of {pace['transaction_ms_mean']:.0f} ms, commits "
             f"{pace['commit_ms_mean']:.1f} ms ({100 * pace['commit_share']:.1f} % of their time)")
+
+
+def idle_line(res: dict) -> str:
+    """After the stream, nothing produced (bench/run.py Bench.idle): the contender's and the source broker's CPU."""
+    if res.get("idle_core_share") is None:
+        return ""
+    broker = res.get("idle_source_broker_core_share")
+    return (f"; idle {res['idle_seconds']:.0f} s: {100 * res['idle_core_share']:.1f} % of a core"
+            + (f", the source broker {100 * broker:.1f} %" if broker is not None else ""))
 
 
 def window_line(res: dict) -> str:
@@ -307,8 +316,8 @@ def render(results: dict) -> str:
     if "steady" in cfg["workloads"]:
         lines += [f"### Steady stream, {cfg['rate']:,.0f} records/s, latency from send to target consume", "",
                   "| contender | p50 ms | p99 ms | max ms | delivered | startup s | CPU s | CPU s per M in the window "
-                  "| peak RSS MiB | runs |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "| idle: % of a core, source broker % | peak RSS MiB | runs |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for name, label in names.items():
             runs = _runs(results, name, "steady")
             ok = [r for r in runs if r]
@@ -321,7 +330,7 @@ def render(results: dict) -> str:
                 f"{_pct(delivered)} | {spread([r['startup_seconds'] for r in ok], '{:.1f}')} | "
                 f"{spread([r['cpu_seconds'] for r in ok], '{:.0f}')} | "
                 f"{spread([r.get('cpu_seconds_per_m_window') for r in ok], '{:.1f}')} | "
-                f"{spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
+                f"{_idle_cell(ok)} | {spread([_mib(r['peak_rss_bytes']) for r in ok], '{:.0f}')} | "
                 f"{_status(runs, _better_count(results, name, 'steady'))} |")
         lines.append("")
         lates = [(label, [r["late"] for r in _runs(results, name, "steady") if r and r.get("late")])
@@ -361,6 +370,16 @@ def render(results: dict) -> str:
         lines += ["", "Failed runs (the first and last line of the error):", ""]
         lines += [f"- rep {r}, {names.get(n, n)}, {w}: `{_gist(e)}`" for r, n, w, e in failures]
     return "\n".join(lines) + "\n"
+
+
+def _idle_cell(runs: list[dict]) -> str:
+    """The stream's idle after it (bench/run.py Bench.idle): the contender's share of a core, the source broker's."""
+    mine = [100 * r["idle_core_share"] for r in runs if r.get("idle_core_share") is not None]
+    broker = [100 * r["idle_source_broker_core_share"] for r in runs
+              if r.get("idle_source_broker_core_share") is not None]
+    if not mine:
+        return "–"
+    return spread(mine, "{:.1f}") + (f", {spread(broker, '{:.1f}')}" if broker else "")
 
 
 def _shape_text(cfg: dict) -> str:

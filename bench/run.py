@@ -53,6 +53,7 @@ from tests.harness.kafka import KafkaBroker, java
 
 SIZES = {"backfill-100": 100, "backfill-1024": 1024}
 WORKLOADS = [*SIZES, "steady"]
+IDLE_SETTLE = 5.0  # seconds after the stream's last record before its idle is measured
 
 
 def log(msg: str) -> None:
@@ -75,6 +76,8 @@ class Config:
     # an operator's stream does; the first 10 s (JIT warm-up of the contender) are not measured.
     steady_seconds: float = 40
     warmup_seconds: float = 10
+    # after the stream, nothing produced: the contender's CPU and the source broker's, what its empty fetches cost
+    idle_seconds: float = 30
     run_timeout: float = 90
     startup_timeout: float = 180
     contenders: dict[str, list[str]] = field(default_factory=dict)  # name -> its workloads ([] = all)
@@ -507,6 +510,7 @@ class Bench:
             split = clock.close()
             out, _ = consumer.communicate(json.dumps(sent) + "\n", timeout=120)
             lat = json.loads(out.strip().splitlines()[-1])
+            idle = self.idle(launched)
         finally:
             if probe is not None:  # closed now, or it would go on calling the brokers after they stopped
                 probe.close()
@@ -519,8 +523,26 @@ class Bench:
         res.update(status="ok" if not lat["missing"] else "missing", startup_seconds=startup,
                    rate=self.cfg.rate, achieved_rate=achieved, topics=len(early) + len(late),
                    partitions=per_topic * (len(early) + len(late)), late_topics=len(late), stages=split,
-                   source_ack=sent.get("source_ack"), **lat)
+                   source_ack=sent.get("source_ack"), **lat, **idle)
         return res
+
+    def idle(self, launched: Launched) -> dict:
+        """After the stream, every record delivered, nothing produced and a few seconds settled: the contender's
+        CPU and the source broker's, each as a share of a core (a mirror's cost between bursts, most of it its
+        consumers' empty fetches: docs/decisions.md §9). The source broker only when the bench started it."""
+        if self.cfg.idle_seconds <= 0:
+            return {}
+        time.sleep(min(IDLE_SETTLE, self.cfg.idle_seconds / 4))  # the last acknowledgements and commits
+        broker = self.source_broker.process.pid if self.source_broker.process else None
+        pid = launched.proc.pid
+        began, mine, theirs, before = time.monotonic(), launched.sampler.cpu_now(), _cpu_of(broker), threads(pid)
+        time.sleep(self.cfg.idle_seconds)
+        seconds = time.monotonic() - began
+        after = _cpu_of(broker)
+        broker_share = None if after is None or theirs is None else (after - theirs) / seconds
+        return {"idle_seconds": seconds, "idle_core_share": (launched.sampler.cpu_now() - mine) / seconds,
+                "idle_source_broker_core_share": broker_share,
+                "idle_cpu_by_thread_kind": cpu_by_kind(window_cpu(before, threads(pid)))}
 
 
 def transaction_pace(run: Run) -> dict | None:
@@ -580,6 +602,18 @@ class StreamWindow:
         cpu = self.last[0] - self.first[0]
         return {"cpu_window_seconds": cpu, "window_seconds": self.last[2] - self.first[2],
                 "cpu_seconds_per_m_window": 1e6 * cpu / records, "cpu_window_by_thread_kind": cpu_by_kind(rows)}
+
+
+def _cpu_of(pid: int | None) -> float | None:
+    """One process's CPU seconds so far (its reaped children's too), or None."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return sum(int(x) for x in fields[11:15]) / TICK
 
 
 def _busy_ticks() -> int:
@@ -660,6 +694,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
     ap.add_argument("--rate", type=float, default=d.rate, help="steady stream, records/s")
     ap.add_argument("--steady-seconds", type=float, default=d.steady_seconds, help="measured part of the stream")
     ap.add_argument("--warmup-seconds", type=float, default=d.warmup_seconds, help="unmeasured start of the stream")
+    ap.add_argument("--idle-seconds", type=float, default=d.idle_seconds,
+                    help="after the stream, seconds of nothing produced, measured (0: none; default %(default)s)")
     ap.add_argument("--run-timeout", type=float, default=d.run_timeout,
                     help="a backfill copying longer than this ends, its rate taken from what it copied")
     ap.add_argument("--startup-timeout", type=float, default=d.startup_timeout,
@@ -686,7 +722,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, argparse.Namespace]:
                  partitions=a.partitions, topics=shape.topics, late_topics=shape.late,
                  late_at_seconds=min(a.late_at, a.steady_seconds / 4),  # the time used, as the results record it
                  streams=a.streams, rate=a.rate, steady_seconds=a.steady_seconds,
-                 warmup_seconds=a.warmup_seconds, run_timeout=a.run_timeout, startup_timeout=a.startup_timeout,
+                 warmup_seconds=a.warmup_seconds, idle_seconds=a.idle_seconds, run_timeout=a.run_timeout,
+                 startup_timeout=a.startup_timeout,
                  workloads=[w for w in a.workloads.split(",") if w], limit=not a.no_limit,
                  budget_minutes=a.budget_minutes)
     for spec in filter(None, a.contenders.split(",")):

@@ -156,6 +156,20 @@ def test_the_streams_cpu_in_its_window_is_judged_against_the_better_mm2_of_each_
     assert bar(report.render(results(reps)), name)[-1] == "**FAIL**"
 
 
+def test_the_streams_idle_is_its_share_of_a_core_and_the_source_brokers_median_over_repetitions():
+    reps = with_value("steady", "idle_core_share", [(0.08, 0.02, 0.019), (0.09, 0.03, 0.02), (0.07, 0.01, 0.018)])
+    for rep, broker in zip(reps, (0.074, 0.081, 0.07), strict=True):
+        rep["mirrord"]["steady"]["idle_source_broker_core_share"] = broker
+    text = report.render(results(reps))
+    stream = text[text.index("### Steady stream"):]  # its table: the first rows after its heading
+    header = next(ln for ln in stream.splitlines() if ln.startswith("| contender | p50 ms"))
+    assert [c.strip() for c in header.strip("|").split("|")][8] == "idle: % of a core, source broker %"
+    assert bar(stream, "mirrord (default sink)")[8] == "8.0 (7.0–9.0), 7.4 (7.0–8.1)"
+    assert bar(stream, "MM2 partitions")[8] == "2.0 (1.0–3.0)"  # the source broker only where it was measured
+    assert report.idle_line({"idle_seconds": 30.2, "idle_core_share": 0.085, "idle_source_broker_core_share": None}) \
+        == "; idle 30 s: 8.5 % of a core"
+
+
 def test_failures_missing_records_and_heavy_memory_fail_their_bars():
     reps = [{k: dict(v) for k, v in rep.items()} for rep in REPS]
     reps[0]["mirrord"]["backfill-100"] = {"status": "failed", "error": "RuntimeError: boom"}

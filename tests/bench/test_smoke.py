@@ -31,7 +31,8 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     results = run.main([
         "--brokers", f"{source.bootstrap},{target.bootstrap}", "--contenders", PLAN, "--reps", "1",
         "--workloads", "backfill-100,steady", "--records-100", "3000", "--rate", "200", "--warmup-seconds", "1",
-        "--steady-seconds", "2", "--run-timeout", "60", "--doc", str(doc), "--results", str(tmp_path / "results"),
+        "--steady-seconds", "2", "--idle-seconds", "1", "--run-timeout", "60", "--doc", str(doc),
+        "--results", str(tmp_path / "results"),
     ])
 
     runs = results["reps"][0]["runs"]
@@ -50,6 +51,9 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
             # the CPU of the measured window only: less than the whole run's, which holds the start-up
             assert 0 < res["cpu_window_seconds"] < res["cpu_seconds"] and res["window_seconds"] >= 1.5, res
             assert res["cpu_seconds_per_m_window"] > 0 and sum(res["cpu_window_by_thread_kind"].values()) > 0
+            # its idle after the stream; the source broker's only when the bench started it (not here: --brokers)
+            assert res["idle_seconds"] >= 1 and res["idle_core_share"] >= 0, res
+            assert res["idle_source_broker_core_share"] is None
         elif res is runs["mirrord-transform"]["backfill-100"]:  # its filter drops about 1 in 26 records
             assert res["status"] == "ok" and 0 < res["copied"] < res["records"] and res["read_per_s"] > 0
         else:
@@ -72,6 +76,7 @@ def test_bench_runs_every_contender_and_regenerates_the_tables(kafka_pair, tmp_p
     assert "| MirrorMaker 2 (dedicated, 4.2.0, tasks.max = 12 = partitions) |" in text
     assert "| MirrorMaker 2 (dedicated, 4.2.0, tasks.max = 2 = streams) |" in text
     assert "| 1 | `mm2-streams` |" in text  # mirrord's stream paired with the only MirrorMaker 2 that ran it
+    assert "| idle: % of a core, source broker % |" in text
     assert "### Bars for mirrord (default sink)" in text and "| Peak RSS" in text
     assert "### What a transform costs: mirrord (filter + mask transform)" in text
     assert "| no mirror: the timing consumer reads the source (floor) |" in text  # the stream's floor, in its table
