@@ -41,6 +41,7 @@ unchanged, 9 % slower than the day before and the unit suite's property test 58 
 On 2026-11-30 at 17:24, at a678e19 (an idle stream rests between fetches, docs/decisions.md §9: each mirrord the
 tests start, idle most of its life, and the source broker it asks used about half the CPU they had for its empty
 fetches): 29:22, all passed (16:00 and 15:08; 12:27, 12:28 and 11:40), every lane 5-9 % shorter than at 529c26c.
+At 18:19, at ba2fc46 (the bench's smoke test with its idle windows): 29:43 (16:12 and 15:59; 12:02, 12:36 and 11:18).
 
 Each lane has its own brokers and temporary directory; a phase's first lane's output is shown as it runs, the
 others' is kept in files and shown after it. Where the time goes, per test:
