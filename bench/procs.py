@@ -26,6 +26,12 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
     return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[21])
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """One process's CPU seconds so far, or None (no pid, or gone)."""
+    stat = None if pid is None else _stat(pid)
+    return None if stat is None else stat[1] / TICK
+
+
 def tree(root: int) -> dict[int, tuple[int, int]]:
     """pid -> (cpu ticks, rss pages) for root and all its descendants."""
     stats = {}

@@ -42,6 +42,7 @@ from bench.procs import (
     TICK,
     TreeSampler,
     cpu_by_kind,
+    cpu_seconds,
     dump_flight_recordings,
     terminate,
     thread_cpu,
@@ -535,10 +536,10 @@ class Bench:
         time.sleep(min(IDLE_SETTLE, self.cfg.idle_seconds / 4))  # the last acknowledgements and commits
         broker = self.source_broker.process.pid if self.source_broker.process else None
         pid = launched.proc.pid
-        began, mine, theirs, before = time.monotonic(), launched.sampler.cpu_now(), _cpu_of(broker), threads(pid)
+        began, mine, theirs, before = time.monotonic(), launched.sampler.cpu_now(), cpu_seconds(broker), threads(pid)
         time.sleep(self.cfg.idle_seconds)
         seconds = time.monotonic() - began
-        after = _cpu_of(broker)
+        after = cpu_seconds(broker)
         broker_share = None if after is None or theirs is None else (after - theirs) / seconds
         return {"idle_seconds": seconds, "idle_core_share": (launched.sampler.cpu_now() - mine) / seconds,
                 "idle_source_broker_core_share": broker_share,
@@ -602,18 +603,6 @@ class StreamWindow:
         cpu = self.last[0] - self.first[0]
         return {"cpu_window_seconds": cpu, "window_seconds": self.last[2] - self.first[2],
                 "cpu_seconds_per_m_window": 1e6 * cpu / records, "cpu_window_by_thread_kind": cpu_by_kind(rows)}
-
-
-def _cpu_of(pid: int | None) -> float | None:
-    """One process's CPU seconds so far (its reaped children's too), or None."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return None
-    return sum(int(x) for x in fields[11:15]) / TICK
 
 
 def _busy_ticks() -> int:

@@ -115,28 +115,26 @@ class Cluster:
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
         """Each topic's configs set on the topic itself (not broker defaults), secrets left out."""
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-        if not resources:
-            return {}
-        def call():
-            futures = self.admin.describe_configs(resources, request_timeout=TIMEOUT)
-            return {res.name: {name: e.value for name, e in fut.result().items()
-                               if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and not e.is_sensitive
-                               and e.value is not None}
-                    for res, fut in futures.items()}
-        return retrying(call)
+        return {name: {k: e.value for k, e in entries.items()
+                       if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and not e.is_sensitive
+                       and e.value is not None}
+                for name, entries in self._described(topics).items()}
 
     def raised_max_message_bytes(self, topics: Iterable[str]) -> dict[str, int]:
         """Each topic's `max.message.bytes` where it was raised or lowered from Kafka's default (on the topic, or on
         the brokers' message.max.bytes)."""
+        return {name: int(entry.value) for name, entries in self._described(topics).items()
+                if (entry := entries.get("max.message.bytes")) is not None and entry.value is not None
+                and entry.source != ConfigSource.DEFAULT_CONFIG.value}
+
+    def _described(self, topics: Iterable[str]) -> dict[str, dict]:
+        """Each topic's config entries, by name, as DescribeConfigs gives them."""
         resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
         if not resources:
             return {}
         def call():
             futures = self.admin.describe_configs(resources, request_timeout=TIMEOUT)
-            return {res.name: int(entry.value) for res, fut in futures.items()
-                    if (entry := fut.result().get("max.message.bytes")) is not None and entry.value is not None
-                    and entry.source != ConfigSource.DEFAULT_CONFIG.value}
+            return {res.name: fut.result() for res, fut in futures.items()}
         return retrying(call)
 
     def set_topic_configs(self, topic: str, configs: Mapping[str, str], delete: Iterable[str] = ()) -> None:
