@@ -46,8 +46,8 @@ SOURCE_ISOLATION = "read_committed"
 # A fetch answered at its first byte (the Java consumer's fetch.min.bytes 1) made each stream's consumer ask the source
 # thousands of times a second for a few records each on a fast network, costing the source's brokers and mirrord
 # CPU; the broker holds a fetch up to 10 ms for 64 KiB instead (docs/decisions.md §9). A file that sets either key
-# keeps the Java consumer's default for the other. A stream that found nothing for a second rests between fetches
-# (jvm/: IdlePace), so an idle one does not ask a hundred times a second either.
+# keeps the Java consumer's default for the other. A stream that found nothing for a second rests on a second consumer
+# whose fetches the broker holds (jvm/: IdlePace, Doorbell), so an idle one does not ask a hundred times a second.
 SOURCE_FETCH = {"fetch.min.bytes": "65536", "fetch.max.wait.ms": "10"}
 
 

@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * {@code topic.refresh.ms} the stream looks for partitions that match and are its own ({@link TopicLook}), taking one
  * up from its start. Records deleted from the source before they were read are skipped with a log line naming the
  * offsets (the supervisor counts them as lost); a partition gone from the source (its topic deleted) is dropped, what
- * it held and this stream never handed out counted lost.
+ * it held and this stream never handed out counted lost. A stream that found nothing for a second rests ({@link
+ * IdlePace}).
  */
 final class StreamConsumer {
     private static final Logger log = LoggerFactory.getLogger(StreamConsumer.class);
@@ -55,7 +56,7 @@ final class StreamConsumer {
         this.stream = stream;
         this.consumer = new KafkaConsumer<>(options.consumerConfig("stream-" + stream));
         this.topics = new TopicLook(consumer, options, stream);
-        this.pace = new IdlePace(options.fetchMaxWaitMs());
+        this.pace = new IdlePace(options.fetchMaxWaitMs(), Doorbell.of(options.consumerConfig("stream-" + stream)));
     }
 
     /** A batch begins: these partitions, from these offsets, up to these ends (null: real-time mode). */
@@ -167,6 +168,9 @@ final class StreamConsumer {
         }
         try {
             long began = System.currentTimeMillis();
+            if (pace.waitedOnBell(consumer, began, Math.max(0, timeoutMs))) {
+                return;
+            }
             ConsumerRecords<byte[], byte[]> records = Handed.onThisThread().poll(consumer,
                 pace.pollMs(began, Math.max(0, timeoutMs)), options.maxPollRecords);
             fetched.add(records);
@@ -288,10 +292,7 @@ final class StreamConsumer {
     }
 
     void close() {
-        try {
-            consumer.close(java.time.Duration.ZERO);
-        } catch (RuntimeException e) {
-            log.debug("closing stream {}'s consumer: {}", stream, e.toString());
-        }
+        pace.close();
+        Doorbell.close(consumer, "stream " + stream + "'s consumer");
     }
 }
