@@ -42,6 +42,11 @@ On 2026-11-30 at 17:24, at a678e19 (an idle stream rests between fetches, docs/d
 tests start, idle most of its life, and the source broker it asks used about half the CPU they had for its empty
 fetches): 29:22, all passed (16:00 and 15:08; 12:27, 12:28 and 11:40), every lane 5-9 % shorter than at 529c26c.
 At 18:19, at ba2fc46 (the bench's smoke test with its idle windows): 29:43 (16:12 and 15:59; 12:02, 12:36 and 11:18).
+At 20:55, at e748dc5 (an idle stream waits on a second consumer's held fetch): 32:24, all
+passed; the first phase shorter (16:09 and 15:43), the second longer (15:26, 14:30 and 14:11), the kill campaigns
+most of it (the exactly-once ones 221 and 198 s against 170 and 134, at least once's 149 against 85): over 30
+minutes. The at-least-once campaign alone right after: 62.6 s (85 s in its lane at ba2fc46), so the lanes' hour was
+busier, not the campaign slower; the margin under 30 minutes is thin on this machine either way.
 
 Each lane has its own brokers and temporary directory; a phase's first lane's output is shown as it runs, the
 others' is kept in files and shown after it. Where the time goes, per test:
