@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * {@code topic.refresh.ms} the stream looks for partitions that match and are its own ({@link TopicLook}), taking one
  * up from its start. Records deleted from the source before they were read are skipped with a log line naming the
  * offsets (the supervisor counts them as lost); a partition gone from the source (its topic deleted) is dropped, what
- * it held and this stream never handed out counted lost. A stream that found nothing for a second rests ({@link
+ * it held and this stream never handed out counted lost. A stream that finds nothing for a while rests ({@link
  * IdlePace}).
  */
 final class StreamConsumer {
@@ -54,9 +54,10 @@ final class StreamConsumer {
         this.options = options;
         this.run = run;
         this.stream = stream;
-        this.consumer = new KafkaConsumer<>(options.consumerConfig("stream-" + stream));
+        Map<String, Object> config = options.consumerConfig("stream-" + stream);
+        this.consumer = new KafkaConsumer<>(config);
         this.topics = new TopicLook(consumer, options, stream);
-        this.pace = new IdlePace(options.fetchMaxWaitMs(), Doorbell.of(options.consumerConfig("stream-" + stream)));
+        this.pace = new IdlePace(options.fetchMaxWaitMs(), Doorbell.of(config));
     }
 
     /** A batch begins: these partitions, from these offsets, up to these ends (null: real-time mode). */
