@@ -47,11 +47,17 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str, inter
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result()
-    wait_until(lambda: name in admin.list_topics(timeout=5).topics, 30, f"topic {name}")
+    wait_until(lambda: name in metadata(admin, timeout=5).topics, 30, f"topic {name}")
+
+
+def metadata(admin: AdminClient, topic: str | None = None, timeout: float = 10):
+    """The cluster's metadata (one topic's if named), asked again while no broker answers: a broker the test has
+    just restarted, or a loaded machine, refuses the first connection ("Broker transport failure")."""
+    return retrying(lambda: admin.list_topics(topic, timeout=timeout))
 
 
 def topic_partitions(bootstrap: str, name: str) -> int:
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(name, timeout=10)
+    md = metadata(AdminClient({"bootstrap.servers": bootstrap}), name)
     return len(md.topics[name].partitions) if name in md.topics and md.topics[name].error is None else 0
 
 
@@ -83,10 +89,10 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     partitions' leaders all at once: the tests poll this several times a second while they wait (librdkafka's
     informational line as each one closes, "Purging 1 unserved events", is left out: `make demo` prints its counts)."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 5})
-    metadata = admin.list_topics(topic, timeout=10).topics.get(topic)
-    if metadata is None or metadata.error is not None:
+    found = metadata(admin, topic).topics.get(topic)
+    if found is None or found.error is not None:
         return {}
-    wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in metadata.partitions}
+    wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in found.partitions}
     return retrying(lambda: {tp.partition: future.result().offset
                              for tp, future in admin.list_offsets(wanted, request_timeout=10).items()})
 
@@ -158,7 +164,7 @@ def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
         n = topic_partitions(bootstrap, topic)
-        tps = c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10)
+        tps = retrying(lambda: c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10))
         return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
     finally:
         c.close()
